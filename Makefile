@@ -30,7 +30,7 @@ ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
 PKGS      := libdw libelf zlib libprotobuf-c readline libunwind-ptrace
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-LIBS      := $(PKG_LIBS) -lpthread
+LIBS      := $(PKG_LIBS) -lpthread -lm -lstdc++
 
 ifeq ($(V),1)
 Q :=
@@ -76,7 +76,7 @@ ALL_BINS := $(HEAPSNAP) $(INJ_LIB) $(if $(PAYLOAD_SRC),$(PAYLOAD_SO))
 all: $(ALL_BINS)
 
 # ---- rules ----------------------------------------------------------------
-$(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h: src/profile.proto
+$(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h &: src/profile.proto
 	$(call msg,PROTOC,$<)
 	@mkdir -p $(B)/gen
 	$(Q)protoc-c --proto_path=src --c_out=$(B)/gen src/profile.proto
@@ -118,7 +118,7 @@ $(B)/pic/payload/%.o: payload/%.c
 $(PAYLOAD_SO): $(PAYLOAD_OBJS) $(wildcard payload/payload.map)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -shared $(CFLAGS) -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined \
-		$(if $(wildcard payload/payload.map),-Wl,--version-script=payload/payload.map) \
+		$(if $(wildcard payload/payload.map),-Xlinker --version-script=payload/payload.map) \
 		-o $@ $(PAYLOAD_OBJS) -lpthread
 
 $(B)/tests/unit/%: tests/unit/%.c $(CORE_LIB) $(INJ_LIB)

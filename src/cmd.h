@@ -27,8 +27,13 @@ void cmd_print_help(const struct cmd *c);
 int do_top(int argc, char **argv);
 int do_list(int argc, char **argv);
 int do_peek(int argc, char **argv);
+int do_tree(int argc, char **argv);
 int do_diff(int argc, char **argv);
 int do_convert(int argc, char **argv);
 int do_inject(int argc, char **argv);
+int do_start(int argc, char **argv);
+int do_status(int argc, char **argv);
+int do_dump(int argc, char **argv);
+int do_stop(int argc, char **argv);
 
 #endif

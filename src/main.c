@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd_report.h"
 #include "hs.h"
 
 bool opt_json;
@@ -16,19 +17,94 @@ bool opt_quiet;
 /* The one list of commands: CLI dispatch, `--help`, the man page test and
  * the completion scripts (which call `heapsnap help --commands`) read it. */
 const struct cmd hs_cmds[] = {
+	{ "start", do_start, CMD_NEEDS_PID, "start PID [--rate BYTES] [--backend B] [--timeout SECS]",
+	  "load heapsnap into a process and start sampling, return at once",
+	  "Says so when the process is sampling already (and resumes it when paused).\n"
+	  "  --rate BYTES     mean bytes between samples (default 512K; 1 = every allocation)\n"
+	  "  --backend B      auto or interpose (default auto: interpose)\n"
+	  "  --timeout SECS   deadline for each step of loading (default 5)\n"
+	  "  -j, --json       print the result as JSON\n" },
+	{ "status", do_status, CMD_NEEDS_PID, "status PID",
+	  "is heapsnap loaded, sampling, at what rate and cost",
+	  "Asks the payload over its control socket (no ptrace).\n"
+	  "  -j, --json       print the status as JSON\n" },
+	{ "dump", do_dump, CMD_NEEDS_PID,
+	  "dump PID -o FILE [--duration SECS] [--format F] [--rate BYTES] [--keep] [--timeout SECS]",
+	  "write a profile of a live process's heap",
+	  "Snapshots at once when the process is sampling; otherwise loads heapsnap,\n"
+	  "samples for --duration, snapshots, and unloads it again (unless --keep).\n"
+	  "The file is symbolized and carries the mappings with build-ids.\n"
+	  "  -o, --output FILE  file to write (atomically)\n"
+	  "  --duration SECS    how long to sample when not sampling yet (default 10)\n"
+	  "  --format F         pprof, jeprof, gperf, collapsed, speedscope, svg\n"
+	  "                     (default: from FILE's suffix, else pprof)\n"
+	  "  --rate BYTES       sampling rate when dump starts sampling (default 512K)\n"
+	  "  --keep             leave heapsnap loaded and sampling afterwards\n"
+	  "  --timeout SECS     deadline for each step of loading (default 5)\n"
+	  "  -j, --json         print a JSON summary of what was written\n" },
+	{ "stop", do_stop, CMD_NEEDS_PID, "stop PID [--timeout SECS]",
+	  "stop sampling, unload heapsnap, leave the process as found",
+	  "Says so when heapsnap is not loaded.  If the process still needs a hook\n"
+	  "(it kept a copy of one's address), heapsnap stays in, inert, and exits 2.\n"
+	  "  --timeout SECS   deadline for each step (default 5)\n"
+	  "  -j, --json       print the result as JSON\n" },
 	{ "top", do_top, CMD_NEEDS_FILE,
 	  "top FILE [-n N] [--cum] [--sample-index I] [--focus RE] [--ignore RE] [--base FILE] [--unit U] [--granularity G]",
-	  "show the call sites holding the most memory", NULL },
-	{ "list", do_list, CMD_NEEDS_FILE, "list REGEX FILE [--sample-index I]",
-	  "per-source-line memory of matching functions", NULL },
-	{ "peek", do_peek, CMD_NEEDS_FILE, "peek REGEX FILE [--sample-index I]",
-	  "callers and callees of matching functions", NULL },
-	{ "diff", do_diff, CMD_NEEDS_FILE, "diff BASE FILE [-n N] [--sample-index I]",
-	  "what grew (or shrank) from BASE to FILE", NULL },
-	{ "convert", do_convert, CMD_NEEDS_FILE, "convert FILE -o OUT [--format F]",
-	  "write a profile in another format", NULL },
-	{ "inject", do_inject, CMD_NEEDS_PID | CMD_LOWLEVEL, "inject PID LIB [--call SYMBOL]",
-	  "load a shared library into a live process (low-level, for debugging)", NULL },
+	  "show the call sites holding the most memory",
+	  "Columns and header as `go tool pprof -top`; allocator frames are dropped.\n"
+	  "  -n, --nodecount N      rows to show (default 20, 0 for all)\n"
+	  "      --cum              sort by cumulative value\n"
+	  "      --base FILE        subtract FILE first (percentages of the net total)\n"
+	  CMD_REPORT_HELP },
+	{ "list", do_list, CMD_NEEDS_FILE,
+	  "list REGEX FILE [--sample-index I] [--focus RE] [--ignore RE] [--base FILE] [--unit U]",
+	  "per-source-line memory of matching functions",
+	  "Sources are read from the paths in the debug info.\n"
+	  "  -j, --json             one JSON document on stdout\n"
+	  "      --sample-index I   inuse_space (default), inuse_objects, alloc_space, alloc_objects\n"
+	  "      --focus RE         only stacks with a frame matching RE\n"
+	  "      --ignore RE        drop stacks with a frame matching RE\n"
+	  "      --base FILE        subtract FILE first\n"
+	  "      --unit U           auto (default), B, kB, MB, GB\n" },
+	{ "peek", do_peek, CMD_NEEDS_FILE,
+	  "peek REGEX FILE [--cum] [--sample-index I] [--focus RE] [--ignore RE] [--base FILE] [--unit U] [--granularity G]",
+	  "callers and callees of matching functions",
+	  "REGEX matches node names (pprof -peek).\n"
+	  "      --cum              order nodes by cumulative value\n"
+	  "      --base FILE        subtract FILE first\n"
+	  CMD_REPORT_HELP },
+	{ "tree", do_tree, CMD_NEEDS_FILE,
+	  "tree FILE [-n N] [--cum] [--sample-index I] [--focus RE] [--ignore RE] [--base FILE] [--unit U] [--granularity G]",
+	  "every call site with its callers and callees",
+	  "Layout of `go tool pprof -tree`.\n"
+	  "  -n, --nodecount N      nodes to show (default 80, 0 for all)\n"
+	  "      --cum              sort by cumulative value\n"
+	  "      --base FILE        subtract FILE first\n"
+	  CMD_REPORT_HELP },
+	{ "diff", do_diff, CMD_NEEDS_FILE,
+	  "diff BASE FILE [-n N] [--cum] [--sample-index I] [--focus RE] [--ignore RE] [--unit U] [--granularity G]",
+	  "what grew (or shrank) from BASE to FILE",
+	  "Signed changes by site, largest first; percentages of BASE's total\n"
+	  "(`go tool pprof -diff_base BASE FILE`).\n"
+	  "  -n, --nodecount N      rows to show (default 20, 0 for all)\n"
+	  "      --cum              sort by cumulative change\n"
+	  CMD_REPORT_HELP },
+	{ "convert", do_convert, CMD_NEEDS_FILE, "convert FILE -o OUT [--format F] [--sample-index I]",
+	  "write a profile in another format",
+	  "Reads pprof, jeprof or gperf files; symbolizes what it can from the saved\n"
+	  "mappings so OUT is self-contained.\n"
+	  "  -o, --output OUT       file to write (atomically)\n"
+	  "      --format F         pprof, jeprof, gperf, collapsed, speedscope, svg\n"
+	  "                         (default: from OUT's suffix, else pprof)\n"
+	  "      --sample-index I   value for collapsed, speedscope, svg (default inuse_space)\n"
+	  "  -j, --json             print a JSON summary of what was written\n" },
+	{ "inject", do_inject, CMD_NEEDS_PID | CMD_LOWLEVEL,
+	  "inject PID LIB [--call SYMBOL [--arg N]...] [--unload] [--timeout SECS]",
+	  "load a shared library into a live process (low-level, for debugging)",
+	  "  --call SYMBOL   call long SYMBOL(long, ...) of LIB in a helper thread\n"
+	  "  --arg N         an integer argument for --call (up to 6)\n"
+	  "  --unload        drop heapsnap's reference to LIB so it leaves the process\n"
+	  "  --timeout SECS  deadline for a safe point and for each step (default 5)\n" },
 	{ NULL, NULL, 0, NULL, NULL, NULL },
 };
 
@@ -126,7 +202,7 @@ int hs_parse_size(const char *s, int64_t *out)
 		end++;
 	if ((*end == 'b' || *end == 'B'))
 		end++;
-	if (*end || v > (INT64_MAX >> shift))
+	if (*end || v > (unsigned long long)(INT64_MAX >> shift))
 		return -EINVAL;
 	*out = (int64_t)(v << shift);
 	return 0;

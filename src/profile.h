@@ -124,7 +124,9 @@ const char *prof_intern_n(struct profile *p, const char *s, size_t len);
 /* Adds a mapping; strings are interned.  Returns its index or -ENOMEM. */
 int64_t prof_add_mapping(struct profile *p, uint64_t start, uint64_t limit,
 			 uint64_t offset, const char *file, const char *build_id);
-/* Index of the mapping containing addr, or PROF_NONE. */
+/* Index of the mapping containing addr, or PROF_NONE (the lowest index when
+ * mappings overlap).  It keeps a sorted index rebuilt when nmaps changes:
+ * do not edit a mapping's start/limit in place after lookups began. */
 uint32_t prof_find_mapping(const struct profile *p, uint64_t addr);
 
 /* Finds or adds the function with these names (deduplicated on all four
@@ -166,7 +168,8 @@ const char *prof_get_comment(const struct profile *p, const char *key);
  * nearest integer; -1 gives dst - src, the diff).  Locations are matched by
  * (mapping file + build-id, address relative to the mapping) when both have
  * mappings, else by function names and lines, else by address.  dst keeps
- * its own metadata; has_alloc becomes the AND of both.  0 or -ENOMEM. */
+ * its own metadata; has_alloc becomes the AND of both.  src's samples are
+ * appended (call prof_compact to fold equal stacks).  0 or -ENOMEM. */
 int prof_merge(struct profile *dst, const struct profile *src, double scale);
 
 /* Returns a deep copy of p, or NULL on ENOMEM. */
@@ -191,6 +194,9 @@ int prof_load_proc_maps(struct profile *p, int pid);
  * exist) and keeps the text in p->maps_text.  Used by the text readers for
  * MAPPED_LIBRARIES.  0, -EINVAL on a malformed line, -ENOMEM. */
 int prof_parse_maps(struct profile *p, const char *text, size_t len);
+/* The same; on -EINVAL *bad_line is the 1-based line of text at fault
+ * (for messages like "MAPPED_LIBRARIES line 3: ..."), else 0. */
+int prof_parse_maps_ex(struct profile *p, const char *text, size_t len, size_t *bad_line);
 
 /* Checks the invariants writers rely on (indexes in range, strings set).
  * 0 or -EINVAL; used by tests and the fuzz harnesses after every reader. */
