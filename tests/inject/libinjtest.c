@@ -1,0 +1,35 @@
+/* libinjtest.c - the library tests inject: a constructor that counts loads, ping/pid/stop functions (names shared with inj-tests). */
+#include <stdatomic.h>
+#include <unistd.h>
+
+static _Atomic long loads;
+static _Atomic long stops;
+
+__attribute__((constructor)) static void hsp_test_ctor(void)
+{
+	atomic_fetch_add(&loads, 1);
+}
+
+/* x + 1: proves the call reached us with its argument. */
+long hsp_test_ping(long x)
+{
+	return x + 1;
+}
+
+/* The pid of the process we run in. */
+long hsp_test_pid(void)
+{
+	return (long)getpid();
+}
+
+/* How many times the constructor ran in this process image. */
+long hsp_test_loads(void)
+{
+	return atomic_load(&loads);
+}
+
+/* A stop function for unload tests: counts its calls, returns the count. */
+long hsp_test_stop(void)
+{
+	return atomic_fetch_add(&stops, 1) + 1;
+}
