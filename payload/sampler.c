@@ -1,0 +1,77 @@
+/* sampler.c - byte-sampling countdowns: exponential draws with a private log(), no libm. */
+#include <string.h>
+#include <time.h>
+
+#include "hsp.h"
+
+static uint64_t rng_ctr;
+
+/* splitmix64 over a shared counter: one atomic add per draw, no per-thread
+ * state (TLS is scarce), and draws only happen on the slow path. */
+static uint64_t rng_next(void)
+{
+	uint64_t z = __atomic_add_fetch(&rng_ctr, 0x9e3779b97f4a7c15ull, __ATOMIC_RELAXED);
+
+	if (unlikely(z == 0x9e3779b97f4a7c15ull)) {
+		/* First draw in this process: mix in the clock so two runs differ. */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		z ^= (uint64_t)ts.tv_nsec * 0xbf58476d1ce4e5b9ull ^ (uint64_t)ts.tv_sec;
+		__atomic_add_fetch(&rng_ctr, z & ~0xffull, __ATOMIC_RELAXED);
+	}
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+double sampler_log(double x)
+{
+	uint64_t bits;
+	int e;
+
+	if (!(x > 0))
+		return -1e300;
+	memcpy(&bits, &x, sizeof(bits));
+	e = (int)((bits >> 52) & 0x7ff);
+	if (e == 0) {
+		/* Subnormal: scale into the normal range first. */
+		x *= 4503599627370496.0; /* 2^52 */
+		memcpy(&bits, &x, sizeof(bits));
+		e = (int)((bits >> 52) & 0x7ff) - 52;
+	}
+	e -= 1023;
+	/* m in [1, 2); fold to [sqrt(1/2), sqrt(2)) so the series converges fast. */
+	bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+	double m;
+	memcpy(&m, &bits, sizeof(m));
+	if (m > 1.4142135623730951) {
+		m *= 0.5;
+		e++;
+	}
+	/* ln m = 2 atanh(t), t = (m-1)/(m+1), |t| < 0.1716. */
+	double t = (m - 1) / (m + 1), t2 = t * t, term = t, sum = 0;
+	for (int k = 1; k < 40; k += 2) {
+		sum += term / k;
+		term *= t2;
+		if (term < 1e-18 && term > -1e-18)
+			break;
+	}
+	return 2 * sum + e * 0.6931471805599453;
+}
+
+int64_t sampler_draw(uint64_t rate)
+{
+	if (rate <= 1)
+		return 0;
+	/* u in (0, 1): 53 random bits, never 0. */
+	double u = ((double)(rng_next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+	double x = -sampler_log(u) * (double)rate;
+	/* Allocation of n bytes is sampled iff n >= X, i.e. n >= ceil(X): the
+	 * integer countdown ceil(X) keeps p(n) = 1 - exp(-n/rate) exact. */
+	if (x >= 4e18)
+		return (int64_t)4e18;
+	int64_t c = (int64_t)x;
+	if ((double)c < x)
+		c++;
+	return c < 1 ? 1 : c;
+}

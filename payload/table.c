@@ -1,0 +1,462 @@
+/* table.c - the live-sample table (pointer -> record, lock-free probes for free()) and cumulative per-(stack, size) totals. */
+#include <errno.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "hsp.h"
+
+/*
+ * Live table: open addressing with linear probing, keys in their own dense
+ * array so a free() of an unsampled pointer touches one or two cache lines.
+ * Keys never go back to EMPTY (deletion leaves a TOMB), so a lock-free probe
+ * for a key present in the table always finds it.  Growth and cleaning build
+ * a new table under the lock and publish it; the old one is retired and
+ * unmapped later (table_reap), since a probe may still be reading it.
+ * A free() of pointer p happens after the malloc that returned p inserted
+ * it (the program itself orders them), so the probe sees that table or a
+ * newer one, never an older one that lacks p.
+ */
+#define EMPTY LT_EMPTY
+#define TOMB LT_TOMB
+#define LT_MIN_CAP 4096
+#define CHUNK_SLOTS 4096
+
+struct cum_ent {
+	uint64_t size, rate, count;
+	uint32_t stack;
+	uint32_t used;
+};
+
+static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
+struct ltab *table_cur;         /* published with release stores */
+#define cur table_cur
+static struct ltab *retired;
+static uint64_t live_bytes;
+static struct cum_ent *cum;
+static size_t cum_cap, cum_n;
+static uint64_t cum_gen;        /* bumped when `cum` is rebuilt or cleared */
+static uint64_t alloc_n, alloc_bytes;
+
+#define hash_ptr table_hash
+
+static struct ltab *lt_new(size_t cap)
+{
+	size_t len = sizeof(struct ltab) + cap * sizeof(uintptr_t) + cap * sizeof(struct live_rec) +
+		     2 * cap;
+	struct ltab *t = mem_map(len);
+	unsigned bits = 0;
+
+	if (!t)
+		return NULL;
+	while (((size_t)1 << bits) < cap)
+		bits++;
+	t->cap = cap;
+	t->mask = cap - 1;
+	t->shift = 64 - bits;
+	t->maplen = len;
+	t->keys = (uintptr_t *)(t + 1);
+	t->recs = (struct live_rec *)(t->keys + cap);
+	t->filter = (uint8_t *)(t->recs + cap);
+	t->fmask = 2 * cap - 1;
+	return t;
+}
+
+/* Under tlock: slot holding k, or -1. */
+static ssize_t lt_find(struct ltab *t, uintptr_t k)
+{
+	size_t i = hash_ptr(k, t->shift);
+	for (size_t n = 0; n <= t->mask; n++) {
+		uintptr_t s = t->keys[i];
+		if (s == k)
+			return (ssize_t)i;
+		if (s == EMPTY)
+			return -1;
+		i = (i + 1) & t->mask;
+	}
+	return -1;
+}
+
+/* Under tlock, into a table with room (no existing k). */
+static void lt_put(struct ltab *t, uintptr_t k, const struct live_rec *r)
+{
+	size_t i = hash_ptr(k, t->shift);
+	for (;;) {
+		uintptr_t s = t->keys[i];
+		if (s == EMPTY || s == TOMB) {
+			uint8_t *f = &t->filter[table_filter_slot(t, k)];
+			t->recs[i] = *r;
+			if (*f != 255)
+				STORE_RELAXED(f, (uint8_t)(*f + 1));
+			if (s == EMPTY)
+				t->used++;
+			t->live++;
+			/* Record first, key last: a prober that sees the key may
+			 * take the lock and read the record. */
+			STORE(&t->keys[i], k);
+			return;
+		}
+		i = (i + 1) & t->mask;
+	}
+}
+
+/* Under tlock: make room for one more key; false when out of memory. */
+static bool lt_reserve(void)
+{
+	struct ltab *t = cur;
+
+	/* Rebuilt at half full: tombstones lengthen every probe of a free()
+	 * that gets past the filter and misses. */
+	if (t && (t->used + 1) * 2 <= t->cap)
+		return true;
+	size_t live = t ? t->live : 0, cap = LT_MIN_CAP;
+	while (cap < (live + 1) * 4)
+		cap <<= 1;
+	struct ltab *n = lt_new(cap);
+	if (!n)
+		return false;
+	if (t) {
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->keys[i] > TOMB)
+				lt_put(n, t->keys[i], &t->recs[i]);
+		t->retired_ns = payload_now_ns();
+		t->next = retired;
+		retired = t;
+	}
+	STORE(&cur, n);
+	return true;
+}
+
+static struct cum_ent *cum_slot(struct cum_ent *tab, size_t cap, uint32_t stack,
+				uint64_t size, uint64_t rate)
+{
+	uint64_t h = ((uint64_t)stack * 0x9e3779b97f4a7c15ull) ^ (size * 0xc2b2ae3d27d4eb4full) ^ rate;
+	size_t i = (size_t)(h ^ (h >> 31)) & (cap - 1);
+	for (;;) {
+		struct cum_ent *e = &tab[i];
+		if (!e->used || (e->stack == stack && e->size == size && e->rate == rate))
+			return e;
+		i = (i + 1) & (cap - 1);
+	}
+}
+
+/* Under tlock. */
+static void cum_add(uint32_t stack, uint64_t size, uint64_t rate)
+{
+	if ((cum_n + 1) * 4 > cum_cap * 3) {
+		size_t ncap = cum_cap ? cum_cap * 2 : 4096;
+		struct cum_ent *n = mem_map(ncap * sizeof(*n));
+		if (!n) {
+			ADD_RELAXED(&hsp_g.dropped, 1);
+			return;
+		}
+		for (size_t i = 0; i < cum_cap; i++)
+			if (cum[i].used)
+				*cum_slot(n, ncap, cum[i].stack, cum[i].size, cum[i].rate) = cum[i];
+		mem_unmap(cum, cum_cap * sizeof(*cum));
+		cum = n;
+		cum_cap = ncap;
+		cum_gen++;
+	}
+	struct cum_ent *e = cum_slot(cum, cum_cap, stack, size, rate);
+	if (!e->used) {
+		e->used = 1;
+		e->stack = stack;
+		e->size = size;
+		e->rate = rate;
+		cum_n++;
+	}
+	e->count++;
+	alloc_n++;
+	alloc_bytes += size;
+}
+
+void table_record(const void *p, const struct live_rec *r)
+{
+	uintptr_t k = (uintptr_t)p;
+
+	if (k <= TOMB)
+		return;
+	pthread_mutex_lock(&tlock);
+	if (cur) {
+		ssize_t i = lt_find(cur, k);
+		if (i >= 0) {
+			/* A stale record: its object was freed where we could not see. */
+			live_bytes -= cur->recs[i].size;
+			cur->recs[i] = *r;
+			live_bytes += r->size;
+			cum_add(r->stack, r->size, r->rate);
+			goto out;
+		}
+	}
+	if (!lt_reserve()) {
+		ADD_RELAXED(&hsp_g.dropped, 1);
+		goto out;
+	}
+	lt_put(cur, k, r);
+	live_bytes += r->size;
+	cum_add(r->stack, r->size, r->rate);
+out:
+	pthread_mutex_unlock(&tlock);
+}
+
+void table_reinsert(const void *p, const struct live_rec *r)
+{
+	uintptr_t k = (uintptr_t)p;
+
+	pthread_mutex_lock(&tlock);
+	if (cur && lt_find(cur, k) < 0 && lt_reserve()) {
+		lt_put(cur, k, r);
+		live_bytes += r->size;
+	}
+	pthread_mutex_unlock(&tlock);
+}
+
+bool table_remove(const void *p, struct live_rec *out)
+{
+	uintptr_t k = (uintptr_t)p;
+	bool found = false;
+
+	if (k <= TOMB)
+		return false;
+	pthread_mutex_lock(&tlock);
+	if (cur) {
+		ssize_t i = lt_find(cur, k);
+		if (i >= 0) {
+			if (out)
+				*out = cur->recs[i];
+			live_bytes -= cur->recs[i].size;
+			cur->live--;
+			STORE(&cur->keys[i], (uintptr_t)TOMB);
+			/* After the key is gone: a prober that still sees the count
+			 * finds the tombstone. */
+			uint8_t *f = &cur->filter[table_filter_slot(cur, k)];
+			if (*f != 255)
+				STORE_RELAXED(f, (uint8_t)(*f - 1));
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&tlock);
+	return found;
+}
+
+void table_reset_totals(void)
+{
+	pthread_mutex_lock(&tlock);
+	if (cum)
+		memset(cum, 0, cum_cap * sizeof(*cum));
+	cum_n = 0;
+	cum_gen++;
+	alloc_n = alloc_bytes = 0;
+	pthread_mutex_unlock(&tlock);
+}
+
+void table_counts(uint64_t *live, uint64_t *lbytes, uint64_t *alloc, uint64_t *abytes)
+{
+	pthread_mutex_lock(&tlock);
+	*live = cur ? cur->live : 0;
+	*lbytes = live_bytes;
+	*alloc = alloc_n;
+	*abytes = alloc_bytes;
+	pthread_mutex_unlock(&tlock);
+}
+
+/* A growable output array for the snapshot copies. */
+struct outbuf {
+	void *p;
+	size_t n, cap, elem;
+};
+
+/* Outside the lock: make room for `more` elements. */
+static bool ob_reserve(struct outbuf *b, size_t more)
+{
+	if (b->n + more <= b->cap)
+		return true;
+	size_t ncap = b->cap ? b->cap : 4096;
+	while (ncap < b->n + more)
+		ncap *= 2;
+	void *np = mem_map(ncap * b->elem);
+	if (!np)
+		return false;
+	if (b->p) {
+		memcpy(np, b->p, b->n * b->elem);
+		mem_unmap(b->p, b->cap * b->elem);
+	}
+	b->p = np;
+	b->cap = ncap;
+	return true;
+}
+
+static void ob_free(struct outbuf *b)
+{
+	if (b->p)
+		mem_unmap(b->p, b->cap * b->elem);
+	b->p = NULL;
+	b->n = b->cap = 0;
+}
+
+/*
+ * The snapshot copies hold the lock for one chunk of CHUNK_SLOTS slots at a
+ * time (microseconds), so allocating threads are never held up by a
+ * snapshot.  If the table is rebuilt between two chunks, the copy starts
+ * again; after a few tries it copies the rest in one go.
+ */
+struct hsp_live_rec *table_copy_live(size_t *n, size_t *len)
+{
+	struct outbuf b = { .elem = sizeof(struct hsp_live_rec) };
+
+	for (int attempt = 0; attempt < 4; attempt++) {
+		struct ltab *t;
+		size_t pos = 0;
+		b.n = 0;
+		pthread_mutex_lock(&tlock);
+		t = cur;
+		size_t live = t ? t->live : 0;
+		pthread_mutex_unlock(&tlock);
+		if (!t)
+			break;
+		if (!ob_reserve(&b, live + live / 4 + CHUNK_SLOTS))
+			goto nomem;
+		bool restart = false;
+		while (pos < t->cap) {
+			size_t step = attempt == 3 ? t->cap : CHUNK_SLOTS;
+			if (!ob_reserve(&b, step < t->cap ? step : t->cap))
+				goto nomem;
+			pthread_mutex_lock(&tlock);
+			if (cur != t) {
+				pthread_mutex_unlock(&tlock);
+				restart = true;
+				break;
+			}
+			struct hsp_live_rec *o = b.p;
+			size_t end = pos + step < t->cap ? pos + step : t->cap;
+			for (; pos < end; pos++) {
+				if (t->keys[pos] <= TOMB)
+					continue;
+				const struct live_rec *r = &t->recs[pos];
+				o[b.n++] = (struct hsp_live_rec){ r->size, r->rate, r->time_ns, r->stack, r->tid };
+			}
+			pthread_mutex_unlock(&tlock);
+		}
+		if (!restart)
+			break;
+	}
+	*n = b.n;
+	*len = b.cap * b.elem;
+	return b.p;
+nomem:
+	ob_free(&b);
+	*n = 0;
+	*len = 0;
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct hsp_alloc_rec *table_copy_alloc(size_t *n, size_t *len)
+{
+	struct outbuf b = { .elem = sizeof(struct hsp_alloc_rec) };
+
+	for (int attempt = 0; attempt < 4; attempt++) {
+		size_t pos = 0, cap;
+		uint64_t gen;
+		b.n = 0;
+		pthread_mutex_lock(&tlock);
+		gen = cum_gen;
+		cap = cum_cap;
+		size_t cn = cum_n;
+		pthread_mutex_unlock(&tlock);
+		if (!cap)
+			break;
+		if (!ob_reserve(&b, cn + cn / 4 + CHUNK_SLOTS))
+			goto nomem;
+		bool restart = false;
+		while (pos < cap) {
+			size_t step = attempt == 3 ? cap : CHUNK_SLOTS;
+			if (!ob_reserve(&b, step < cap ? step : cap))
+				goto nomem;
+			pthread_mutex_lock(&tlock);
+			if (cum_gen != gen) {
+				pthread_mutex_unlock(&tlock);
+				restart = true;
+				break;
+			}
+			struct hsp_alloc_rec *o = b.p;
+			size_t end = pos + step < cap ? pos + step : cap;
+			for (; pos < end; pos++) {
+				const struct cum_ent *e = &cum[pos];
+				if (e->used)
+					o[b.n++] = (struct hsp_alloc_rec){ e->size, e->rate, e->count, e->stack, 0 };
+			}
+			pthread_mutex_unlock(&tlock);
+		}
+		if (!restart)
+			break;
+	}
+	*n = b.n;
+	*len = b.cap * b.elem;
+	return b.p;
+nomem:
+	ob_free(&b);
+	*n = 0;
+	*len = 0;
+	errno = ENOMEM;
+	return NULL;
+}
+
+void table_reap(uint64_t age_ns)
+{
+	uint64_t now = payload_now_ns();
+
+	pthread_mutex_lock(&tlock);
+	struct ltab **pp = &retired;
+	while (*pp) {
+		struct ltab *t = *pp;
+		if (now - t->retired_ns >= age_ns) {
+			*pp = t->next;
+			mem_unmap(t, t->maplen);
+		} else {
+			pp = &t->next;
+		}
+	}
+	pthread_mutex_unlock(&tlock);
+}
+
+int table_init(void)
+{
+	pthread_mutex_lock(&tlock);
+	bool ok = lt_reserve();
+	pthread_mutex_unlock(&tlock);
+	return ok ? 0 : -ENOMEM;
+}
+
+void table_fini(void)
+{
+	pthread_mutex_lock(&tlock);
+	struct ltab *t = cur;
+	STORE(&cur, (struct ltab *)NULL);
+	if (t)
+		mem_unmap(t, t->maplen);
+	while (retired) {
+		t = retired;
+		retired = t->next;
+		mem_unmap(t, t->maplen);
+	}
+	if (cum)
+		mem_unmap(cum, cum_cap * sizeof(*cum));
+	cum = NULL;
+	cum_cap = cum_n = 0;
+	cum_gen++;
+	alloc_n = alloc_bytes = live_bytes = 0;
+	pthread_mutex_unlock(&tlock);
+}
+
+void table_forget(void)
+{
+	/* fork child: another thread of the parent may have held tlock; the
+	 * child never takes it again until a new start re-initialises it. */
+	STORE(&cur, (struct ltab *)NULL);
+	retired = NULL;
+	cum = NULL;
+	cum_cap = cum_n = 0;
+	alloc_n = alloc_bytes = live_bytes = 0;
+	pthread_mutex_init(&tlock, NULL);
+}

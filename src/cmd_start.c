@@ -1,0 +1,100 @@
+/* cmd_start.c - `heapsnap start PID`: load the payload and start sampling, return at once. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "cmd_live.h"
+#include "cmd_report.h"
+#include "hs.h"
+#include "json.h"
+#include "live.h"
+
+struct start_result {
+	int pid;
+	uint64_t rate;
+	bool already;
+	bool resumed;
+};
+
+static int fill_json(FILE *f, void *ctx)
+{
+	const struct start_result *r = ctx;
+	struct json j;
+
+	json_begin(&j, f);
+	json_obj_open(&j);
+	json_kv_int(&j, "pid", r->pid);
+	json_kv_str(&j, "backend", "interpose");
+	json_kv_str(&j, "state", "sampling");
+	json_kv_uint(&j, "rate", r->rate);
+	json_kv_bool(&j, "already_running", r->already);
+	json_kv_bool(&j, "resumed", r->resumed);
+	json_obj_close(&j);
+	return json_end(&j);
+}
+
+/* Already loaded and answering?  Then resume it if paused.  Returns 1 when
+ * that settled it, 0 when the payload must be (re)started, or an error. */
+static int try_running(const struct cmd_live *o, struct start_result *res)
+{
+	struct live_conn *c;
+	struct hsp_status st;
+	int ret = live_connect(o->pid, &c);
+
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	ret = live_status(c, &st);
+	if (!ret && st.state == HSP_STATE_SAMPLING) {
+		res->already = true;
+		res->rate = st.rate;
+		ret = 1;
+	} else if (!ret && st.state == HSP_STATE_PAUSED) {
+		ret = live_start(c, o->rate_given ? o->rate : 0);
+		if (!ret || ret == -EALREADY) {
+			res->resumed = true;
+			ret = live_status(c, &st) ? -EIO : 1;
+			res->rate = st.rate;
+		}
+	}
+	live_close(c);
+	return ret;
+}
+
+int do_start(int argc, char **argv)
+{
+	struct cmd_live o;
+	struct start_result res = { 0 };
+	int ret = cmd_live_parse(&o, "start", argc, argv, CMD_LIVE_RATE | CMD_LIVE_BACKEND);
+
+	if (ret)
+		return ret;
+	if (optind != argc)
+		return hs_usage_err("start", "too many operands");
+	res.pid = o.pid;
+	res.rate = o.rate;
+	ret = try_running(&o, &res);
+	if (ret < 0)
+		return cmd_live_conn_error(&o, ret);
+	if (ret == 0) {
+		ret = cmd_live_load_start(&o, &res.already);
+		if (ret)
+			return ret;
+	}
+	if (opt_json) {
+		ret = cmd_report_emit(fill_json, &res);
+		if (ret)
+			hs_err("cannot write the result: %s", strerror(-ret));
+		return ret ? HS_FAIL_LOADED : HS_OK;
+	}
+	if (res.already)
+		printf("pid %d: already sampling (interpose backend, every %llu bytes on average)\n",
+		       o.pid, (unsigned long long)res.rate);
+	else if (!opt_quiet)
+		printf("pid %d: sampling %s(interpose backend, every %llu bytes on average)\n", o.pid,
+		       res.resumed ? "again " : "", (unsigned long long)res.rate);
+	return HS_OK;
+}
