@@ -9,24 +9,8 @@
 
 void collapsed_stack_init(struct collapsed_stack *st, const struct profile *p)
 {
-	char *re;
-
 	memset(st, 0, sizeof(*st));
-	if (!p->drop_frames || !*p->drop_frames)
-		return;
-	/* The regex comes from the file: glibc expands bounded repetitions
-	 * ("(a{999}){999}") and backtracks on back-references, either of which
-	 * can take unbounded memory or time; pprof's own (RE2) drop lists
-	 * never use them, so such a regex is ignored. */
-	if (strlen(p->drop_frames) > 65536 || strchr(p->drop_frames, '{'))
-		return;
-	for (const char *q = p->drop_frames; (q = strchr(q, '\\')) && q[1]; q += 2)
-		if (q[1] >= '1' && q[1] <= '9')
-			return;
-	if (asprintf(&re, "^(%s)$", p->drop_frames) < 0)
-		return;
-	st->has_drop = regcomp(&st->drop, re, REG_EXTENDED | REG_NOSUB) == 0;
-	free(re);
+	st->has_drop = rep_compile_drop_frames(p->drop_frames, &st->drop);
 }
 
 void collapsed_stack_free(struct collapsed_stack *st)

@@ -246,17 +246,8 @@ static int src_init(struct rep_view *v, struct src *s, const struct profile *p, 
 		return -ENOMEM;
 	memset(s->lnode, 0xff, (p->nlocs + 1) * sizeof(*s->lnode));
 
-	/* The profile's own drop_frames, anchored as pprof anchors it.  RE2
-	 * syntax outside POSIX ERE just disables it. */
-	if (p->drop_frames && *p->drop_frames) {
-		size_t n = strlen(p->drop_frames) + 8;
-		char *re = malloc(n);
-		if (!re)
-			return -ENOMEM;
-		snprintf(re, n, "^(%s)$", p->drop_frames);
-		has_drop = regcomp(&drop, re, REG_EXTENDED | REG_NOSUB) == 0;
-		free(re);
-	}
+	/* The profile's own drop_frames, anchored as pprof anchors it. */
+	has_drop = rep_compile_drop_frames(p->drop_frames, &drop);
 
 	for (size_t f = 0; f < p->nfuncs; f++) {
 		const struct prof_function *fn = &p->funcs[f];

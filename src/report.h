@@ -158,5 +158,13 @@ bool rep_is_alloc_module(const char *path);
 /* A regex (RE2 and POSIX ERE alike) of allocator entry points, for a pprof
  * file's drop_frames so `go tool pprof` drops what heapsnap drops. */
 const char *rep_drop_frames_regex(void);
+/* Compiles a profile's drop_frames into rx, anchored as pprof anchors it
+ * ("^(RE)$").  The regex comes from an untrusted file: glibc expands bounded
+ * repetitions and backtracks on back-references, either of which can take
+ * unbounded memory or time, and pprof's own lists never use them, so such a
+ * regex (or one over 64 KiB, or not POSIX ERE) is refused.  Returns true
+ * when rx was compiled (the caller regfree()s it). */
+struct re_pattern_buffer;
+bool rep_compile_drop_frames(const char *drop_frames, struct re_pattern_buffer *rx);
 
 #endif

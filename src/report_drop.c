@@ -231,3 +231,21 @@ bool rep_match_simplified(const regex_t *rx, const char *name)
 		return false;
 	return match_simplified(rx, name);
 }
+
+bool rep_compile_drop_frames(const char *drop_frames, regex_t *rx)
+{
+	char *re;
+	bool ok;
+
+	if (!drop_frames || !*drop_frames || strlen(drop_frames) > 65536 ||
+	    strchr(drop_frames, '{'))
+		return false;
+	for (const char *q = drop_frames; (q = strchr(q, '\\')) && q[1]; q += 2)
+		if (q[1] >= '1' && q[1] <= '9')
+			return false;
+	if (asprintf(&re, "^(%s)$", drop_frames) < 0)
+		return false;
+	ok = regcomp(rx, re, REG_EXTENDED | REG_NOSUB) == 0;
+	free(re);
+	return ok;
+}

@@ -1,5 +1,6 @@
 /* test_report.c - unit tests of the report engine (src/report*.c) and the JSON writer, on profiles built by hand. */
 #include <errno.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +290,21 @@ static void test_inline(void)
 	free(s);
 	rep_free(v);
 	prof_free(p);
+}
+
+static void test_untrusted_drop_frames(void)
+{
+	regex_t rx;
+
+	CHECK(rep_compile_drop_frames("malloc|operator new.*", &rx));
+	CHECK(regexec(&rx, "operator new(unsigned long)", 0, NULL, 0) == 0);
+	CHECK(regexec(&rx, "xmalloc", 0, NULL, 0) != 0);
+	regfree(&rx);
+	/* Refused: glibc would take unbounded memory or time on these. */
+	CHECK(!rep_compile_drop_frames("(a{999}){999}", &rx));
+	CHECK(!rep_compile_drop_frames("(a*)*\\1", &rx));
+	CHECK(!rep_compile_drop_frames("(", &rx));
+	CHECK(!rep_compile_drop_frames("", &rx));
 }
 
 static void test_alloc_frames(void)
@@ -681,6 +697,7 @@ int main(void)
 	test_recursion();
 	test_inline();
 	test_alloc_frames();
+	test_untrusted_drop_frames();
 	test_focus_ignore();
 	test_granularity();
 	test_unsymbolized();
