@@ -1230,6 +1230,9 @@ int inj_unload(struct inj_proc *p, uint64_t handle, const char *stop_symbol,
 	if (rep.err == RM_E_NOSYM)
 		return setr(reason, -ENOENT, "stop function '%s' not found%s%s", stop_symbol,
 			    rep.errmsg[0] ? ": " : "", rep.errmsg);
+	if (rep.err == RM_E_REFUSED)
+		return setr(reason, -EBUSY, "library refused to unload: %s returned %lld",
+			    stop_symbol, (long long)rep.result);
 	if (rep.err)
 		return setr(reason, -EIO, "dlclose failed: %s", rep.errmsg[0] ? rep.errmsg : "no reason given");
 	if (rep.result2 || (!lib->memfd && still_mapped(p->pid, lib->dev, lib->ino)))

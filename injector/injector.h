@@ -130,7 +130,8 @@ int inj_call(struct inj_proc *p, uint64_t handle, const char *symbol, const uint
 
 /*
  * Calls `long stop_symbol(void)` when stop_symbol is not NULL (if it is
- * missing nothing is unloaded: -ENOENT), then drops the reference taken by
+ * missing nothing is unloaded: -ENOENT; if it returns non-zero the library
+ * asked to stay and nothing is unloaded: -EBUSY), then drops the reference taken by
  * the load with dlclose().  Returns 0 when the library left the target's
  * maps, -EBUSY when it is still mapped (NODELETE, musl, or still referenced
  * by the process or another library), -EINVAL (handle not returned by

@@ -208,7 +208,8 @@ void safepoint_prewarm(struct safepoint *sp, pid_t tid, int64_t budget_ns);
 
 enum rm_worker_state { RM_W_NONE = 0, RM_W_IDLE = 1, RM_W_ORPHAN = 2, RM_W_EXITING = 3 };
 enum rm_op { RM_OP_NONE = 0, RM_OP_LOAD, RM_OP_CALL, RM_OP_UNLOAD, RM_OP_MEMFD, RM_OP_CLOSE, RM_OP_QUIT };
-enum rm_err { RM_E_OK = 0, RM_E_DLERROR = 1, RM_E_NOSYM = 2, RM_E_ERRNO = 3, RM_E_BADOP = 4 };
+enum rm_err { RM_E_OK = 0, RM_E_DLERROR = 1, RM_E_NOSYM = 2, RM_E_ERRNO = 3, RM_E_BADOP = 4,
+	       RM_E_REFUSED = 5 /* the stop function returned non-zero: no dlclose */ };
 #define RM_LOAD_TRY_NOLOAD 1u    /* look for a loaded copy first */
 #define RM_LOAD_CLOSE_FD   2u    /* close args[0] after dlopen (memfd) */
 

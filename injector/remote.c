@@ -143,6 +143,12 @@ RM_INLINE void rm_do_op(struct rm_shared *s)
 				return;
 			}
 			s->result = f();
+			/* The library says it must stay (hooks still reachable):
+			 * unmapping it now would crash the process. */
+			if (s->result != 0) {
+				s->err = RM_E_REFUSED;
+				return;
+			}
 		}
 		if (dlclose_fn((void *)(uintptr_t)s->handle)) {
 			s->err = RM_E_DLERROR;

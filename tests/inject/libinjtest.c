@@ -28,8 +28,22 @@ long hsp_test_loads(void)
 	return atomic_load(&loads);
 }
 
-/* A stop function for unload tests: counts its calls, returns the count. */
+/* A stop function for unload tests: counts its calls, returns 0 ("unload me"). */
 long hsp_test_stop(void)
 {
-	return atomic_fetch_add(&stops, 1) + 1;
+	atomic_fetch_add(&stops, 1);
+	return 0;
+}
+
+/* How many times hsp_test_stop ran. */
+long hsp_test_stops(void)
+{
+	return atomic_load(&stops);
+}
+
+/* A stop function that refuses the unload (as the payload does while a hook
+ * may still be reachable): the injector must then leave the library mapped. */
+long hsp_test_refuse(void)
+{
+	return 7;
 }

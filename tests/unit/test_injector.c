@@ -384,6 +384,13 @@ static void test_cycle(bool via_frame)
 	r = inj_call(p, h, "no_such_symbol", NULL, 0, &ret, reason);
 	CHECK_EQ(r, -ENOENT);
 	CHECK(strstr(reason, "symbol 'no_such_symbol' not found") != NULL);
+	/* A stop function that says "stay" keeps the library loaded. */
+	r = inj_unload(p, h, "hsp_test_refuse", reason);
+	CHECK_EQ(r, -EBUSY);
+	CHECK(strstr(reason, "refused to unload: hsp_test_refuse returned 7") != NULL);
+	r = inj_call(p, h, "hsp_test_ping", args, 1, &ret, reason);
+	CHECK_EQ(r, 0);
+	CHECK_EQ(ret, 42);
 	r = inj_unload(p, h, "hsp_test_stop", reason);
 	CHECK_EQ(r, 0);
 	r = inj_unload(p, h, NULL, reason);
