@@ -9,33 +9,7 @@
 #include <unistd.h>
 
 #include "profile.h"
-
-static int failures;
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		failures++; \
-	} \
-} while (0)
-
-#define CHECK_EQ(a, b) do { \
-	long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) { \
-		fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", \
-			__FILE__, __LINE__, #a, _a, #b, _b); \
-		failures++; \
-	} \
-} while (0)
-
-#define CHECK_STR(a, b) do { \
-	const char *_a = (a), *_b = (b); \
-	if (!_a || !_b || strcmp(_a, _b) != 0) { \
-		fprintf(stderr, "%s:%d: %s is \"%s\", expected \"%s\"\n", \
-			__FILE__, __LINE__, #a, _a ? _a : "(null)", _b ? _b : "(null)"); \
-		failures++; \
-	} \
-} while (0)
+#include "check.h"
 
 static void test_types(void)
 {

@@ -9,42 +9,7 @@
 #include "json.h"
 #include "profile.h"
 #include "report.h"
-
-static int failures;
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		failures++; \
-	} \
-} while (0)
-
-#define CHECK_EQ(a, b) do { \
-	long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) { \
-		fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", \
-			__FILE__, __LINE__, #a, _a, #b, _b); \
-		failures++; \
-	} \
-} while (0)
-
-#define CHECK_STR(a, b) do { \
-	const char *_a = (a), *_b = (b); \
-	if (!_a || !_b || strcmp(_a, _b) != 0) { \
-		fprintf(stderr, "%s:%d: %s is \"%s\", expected \"%s\"\n", \
-			__FILE__, __LINE__, #a, _a ? _a : "(null)", _b ? _b : "(null)"); \
-		failures++; \
-	} \
-} while (0)
-
-#define CHECK_CONTAINS(hay, needle) do { \
-	const char *_h = (hay), *_n = (needle); \
-	if (!_h || !strstr(_h, _n)) { \
-		fprintf(stderr, "%s:%d: \"%s\" not found in:\n%s\n", __FILE__, __LINE__, _n, \
-			_h ? _h : "(null)"); \
-		failures++; \
-	} \
-} while (0)
+#include "check.h"
 
 /* ---- building profiles ------------------------------------------------- */
 
@@ -196,12 +161,12 @@ static void test_two_sites(void)
 	CHECK_EQ(rep_row(v, 2)->cum, 5000);
 
 	char *s = render(v, false);
-	CHECK_CONTAINS(s, "Type: inuse_space\n");
-	CHECK_CONTAINS(s, "Showing nodes accounting for 5000B, 100% of 5000B total\n");
-	CHECK_CONTAINS(s, "      flat  flat%   sum%        cum   cum%\n");
-	CHECK_CONTAINS(s, "     4000B 80.00% 80.00%      4000B 80.00%  site_b\n");
-	CHECK_CONTAINS(s, "     1000B 20.00%   100%      1000B 20.00%  site_a\n");
-	CHECK_CONTAINS(s, "         0     0%   100%      5000B   100%  main\n");
+	CHECK_HAS(s, "Type: inuse_space\n");
+	CHECK_HAS(s, "Showing nodes accounting for 5000B, 100% of 5000B total\n");
+	CHECK_HAS(s, "      flat  flat%   sum%        cum   cum%\n");
+	CHECK_HAS(s, "     4000B 80.00% 80.00%      4000B 80.00%  site_b\n");
+	CHECK_HAS(s, "     1000B 20.00%   100%      1000B 20.00%  site_a\n");
+	CHECK_HAS(s, "         0     0%   100%      5000B   100%  main\n");
 	free(s);
 	rep_free(v);
 
@@ -212,8 +177,8 @@ static void test_two_sites(void)
 	CHECK_EQ(rep_nrows(v), 1);
 	CHECK_STR(rep_row(v, 0)->name, "main");
 	s = render(v, false);
-	CHECK_CONTAINS(s, "Showing top 1 nodes out of 3\n");
-	CHECK_CONTAINS(s, "Showing nodes accounting for 0, 0% of 4.88kB total\n");
+	CHECK_HAS(s, "Showing top 1 nodes out of 3\n");
+	CHECK_HAS(s, "Showing nodes accounting for 0, 0% of 4.88kB total\n");
 	free(s);
 	rep_free(v);
 
@@ -225,7 +190,7 @@ static void test_two_sites(void)
 	CHECK_STR(rep_row(v, 0)->name, "site_a");
 	CHECK_EQ(rep_row(v, 0)->flat, 10);
 	s = render(v, false);
-	CHECK_CONTAINS(s, "        10 71.43% 71.43%         10 71.43%  site_a\n");
+	CHECK_HAS(s, "        10 71.43% 71.43%         10 71.43%  site_a\n");
 	free(s);
 	rep_free(v);
 	prof_free(p);
@@ -255,8 +220,8 @@ static void test_recursion(void)
 	v = build(p, &o);
 	char *s = render(v, false);
 	CHECK(strstr(s, "|   rec\n") == NULL);
-	CHECK_CONTAINS(s, "                                             1000B   100% |   main\n");
-	CHECK_CONTAINS(s, "                                              500B 50.00% |   leaf\n");
+	CHECK_HAS(s, "                                             1000B   100% |   main\n");
+	CHECK_HAS(s, "                                              500B 50.00% |   leaf\n");
 	free(s);
 	rep_free(v);
 	prof_free(p);
@@ -286,7 +251,7 @@ static void test_inline(void)
 	v = build(p, &o);
 	CHECK_STR(row(v, "helper")->inline_label, "(inline)");
 	char *s = render(v, false);
-	CHECK_CONTAINS(s, "  helper (inline)\n");
+	CHECK_HAS(s, "  helper (inline)\n");
 	free(s);
 	rep_free(v);
 	prof_free(p);
@@ -385,8 +350,8 @@ static void test_focus_ignore(void)
 	CHECK(row(v, "c") == NULL);
 	CHECK_EQ(cum_of(v, "main"), 400);
 	char *s = render(v, false);
-	CHECK_CONTAINS(s, "Active filters:\n   focus=^mid$\n");
-	CHECK_CONTAINS(s, "Showing nodes accounting for 400B, 40.00% of 1000B total\n");
+	CHECK_HAS(s, "Active filters:\n   focus=^mid$\n");
+	CHECK_HAS(s, "Showing nodes accounting for 400B, 40.00% of 1000B total\n");
 	free(s);
 	rep_free(v);
 
@@ -408,7 +373,7 @@ static void test_focus_ignore(void)
 	o.focus = "a(";
 	CHECK_EQ(rep_build(p, &o, &v, err), -EINVAL);
 	CHECK(v == NULL);
-	CHECK_CONTAINS(err, "bad --focus regex 'a('");
+	CHECK_HAS(err, "bad --focus regex 'a('");
 	prof_free(p);
 }
 
@@ -484,15 +449,15 @@ static void test_diff_and_base(void)
 	CHECK_EQ(flat_of(v, "c"), 50);
 	CHECK_EQ(cum_of(v, "main"), -100);
 	char *s = render(v, false);
-	CHECK_CONTAINS(s, "Base: old.pb.gz, inuse_space total 300B\n");
-	CHECK_CONTAINS(s, "New:  new.pb.gz, inuse_space total 200B\n");
-	CHECK_CONTAINS(s, "Delta: -100B (-33.33% of base)\n");
-	CHECK_CONTAINS(s, "     -200B  -66.67%  -66.67%      -200B  -66.67%  b\n");
-	CHECK_CONTAINS(s, "      +50B  +16.67%  -50.00%       +50B  +16.67%  a\n");
+	CHECK_HAS(s, "Base: old.pb.gz, inuse_space total 300B\n");
+	CHECK_HAS(s, "New:  new.pb.gz, inuse_space total 200B\n");
+	CHECK_HAS(s, "Delta: -100B (-33.33% of base)\n");
+	CHECK_HAS(s, "     -200B  -66.67%  -66.67%      -200B  -66.67%  b\n");
+	CHECK_HAS(s, "      +50B  +16.67%  -50.00%       +50B  +16.67%  a\n");
 	free(s);
 	s = render(v, true);
-	CHECK_CONTAINS(s, "\"base\":{\"file\":\"old.pb.gz\",\"total\":300}");
-	CHECK_CONTAINS(s, "{\"name\":\"b\",\"flat\":-200,\"flat_pct\":-66.67,");
+	CHECK_HAS(s, "\"base\":{\"file\":\"old.pb.gz\",\"total\":300}");
+	CHECK_HAS(s, "{\"name\":\"b\",\"flat\":-200,\"flat_pct\":-66.67,");
 	free(s);
 	rep_free(v);
 
@@ -529,7 +494,7 @@ static void test_trim(void)
 	CHECK(row(v, "tiny") == NULL);
 	CHECK_EQ(flat_of(v, "small"), 1000);
 	char *s = render(v, false);
-	CHECK_CONTAINS(s, "Dropped 1 node (cum <= 0.50kB)\n");
+	CHECK_HAS(s, "Dropped 1 node (cum <= 0.50kB)\n");
 	free(s);
 	rep_free(v);
 	prof_free(p);
@@ -557,15 +522,15 @@ static void test_peek_list(void)
 	o.symbol = "^work$";
 	struct rep_view *v = build(p, &o);
 	char *s = render(v, false);
-	CHECK_CONTAINS(s, "Total: 3kB\n");
+	CHECK_HAS(s, "Total: 3kB\n");
 	char want[400];
 	snprintf(want, sizeof(want), "ROUTINE ======================== work in %s\n", path);
-	CHECK_CONTAINS(s, want);
-	CHECK_CONTAINS(s, "       3kB        3kB (flat, cum)   100% of Total\n");
-	CHECK_CONTAINS(s, "         .          .      7:line 7\n");
-	CHECK_CONTAINS(s, "       2kB        2kB     12:line 12\n");
-	CHECK_CONTAINS(s, "       1kB        1kB     14:line 14\n");
-	CHECK_CONTAINS(s, "         .          .     19:line 19\n");
+	CHECK_HAS(s, want);
+	CHECK_HAS(s, "       3kB        3kB (flat, cum)   100% of Total\n");
+	CHECK_HAS(s, "         .          .      7:line 7\n");
+	CHECK_HAS(s, "       2kB        2kB     12:line 12\n");
+	CHECK_HAS(s, "       1kB        1kB     14:line 14\n");
+	CHECK_HAS(s, "         .          .     19:line 19\n");
 	CHECK(strstr(s, " 6:line 6") == NULL && strstr(s, "20:line 20") == NULL);
 	free(s);
 	rep_free(v);
@@ -574,7 +539,7 @@ static void test_peek_list(void)
 	o.symbol = "^main$";
 	v = build(p, &o);
 	s = render(v, false);
-	CHECK_CONTAINS(s, "         .        3kB     25:line 25\n");
+	CHECK_HAS(s, "         .        3kB     25:line 25\n");
 	CHECK(strstr(s, "30:line 30") != NULL);
 	free(s);
 	rep_free(v);
@@ -584,8 +549,8 @@ static void test_peek_list(void)
 	o.symbol = "work";
 	v = build(p, &o);
 	s = render(v, false);
-	CHECK_CONTAINS(s, "(source not found");
-	CHECK_CONTAINS(s, "       2kB        2kB     12:\n");
+	CHECK_HAS(s, "(source not found");
+	CHECK_HAS(s, "       2kB        2kB     12:\n");
 	CHECK(strstr(s, " 13:") == NULL);
 	free(s);
 	rep_free(v);
@@ -593,19 +558,19 @@ static void test_peek_list(void)
 	char err[REP_ERRLEN];
 	o.symbol = "nosuchfn";
 	CHECK_EQ(rep_build(p, &o, &v, err), -ENOENT);
-	CHECK_CONTAINS(err, "no matches found for regexp: nosuchfn");
+	CHECK_HAS(err, "no matches found for regexp: nosuchfn");
 
 	rep_opts_init(&o, REP_PEEK);
 	o.symbol = "work";
 	v = build(p, &o);
 	s = render(v, false);
-	CHECK_CONTAINS(s, "----------------------------------------------------------+-------------\n"
+	CHECK_HAS(s, "----------------------------------------------------------+-------------\n"
 			  "      flat  flat%   sum%        cum   cum%   calls calls% + context \t \t \n");
-	CHECK_CONTAINS(s, "                                               3kB   100% |   main\n"
+	CHECK_HAS(s, "                                               3kB   100% |   main\n"
 			  "       3kB   100%   100%        3kB   100%                | work\n");
 	free(s);
 	s = render(v, true);
-	CHECK_CONTAINS(s, "\"callers\":[{\"name\":\"main\",\"value\":3072,\"pct\":100,\"inline\":false}]");
+	CHECK_HAS(s, "\"callers\":[{\"name\":\"main\",\"value\":3072,\"pct\":100,\"inline\":false}]");
 	free(s);
 	rep_free(v);
 	prof_free(p);
