@@ -22,7 +22,7 @@ inj_check_after "the first run" unloaded
 
 # run_bg NAME ARG: one heapsnap run in the background, output in NAME.out/.err
 run_bg() {
-	"$HEAPSNAP" -j inject "$TGT_PID" "$INJ_LIB" --call hsp_test_ping --arg "$2" --unload \
+	"$HEAPSNAP" -v -j inject "$TGT_PID" "$INJ_LIB" --call hsp_test_ping --arg "$2" --unload \
 		--timeout 10 >"$1.out" 2>"$1.err" &
 }
 # check_run NAME STATUS ROUND: a clean outcome
@@ -33,13 +33,16 @@ check_run() {
 		fail "round $3: run $1 exit $2 without heapsnap's error line: $(cat "$1.err")" ;;
 	*) fail "round $3: run $1 ended with status $2: $(cat "$1.err")" ;;
 	esac
-	OUTCOMES="$OUTCOMES$2:$(head -n 1 "$1.err" | sed 's/.*pid [0-9]*: //; s/pid [0-9]*/pid N/g')
+	[ "$2" = 0 ] && OUTCOMES="${OUTCOMES}0: ok
+" && return 0
+	OUTCOMES="$OUTCOMES$2:$(grep -m1 '^heapsnap: cannot' "$1.err" | sed 's/.*pid [0-9]*: //; s/pid [0-9]*/pid N/g')
 "
 }
 
 OUTCOMES=""
 for k in $(seq 1 "$N"); do
 	d=$(( (RANDOM * 32768 + RANDOM) % (WALL + 1) ))
+	t0=$(inj_now_us)
 	run_bg a 1
 	a=$!
 	inj_track "$a"
@@ -52,6 +55,8 @@ for k in $(seq 1 "$N"); do
 	inj_running "$b" && fail "round $k: run b still running after 30 s"
 	wait "$a"; sa=$?
 	wait "$b"; sb=$?
+	note "round $k: offset $d us, exits $sa $sb, both done after $(( ($(inj_now_us) - t0) / 1000 )) ms$(
+		grep -h '^heapsnap: [a-z]' a.err b.err | grep -v -e hint: -e debug: | sed 's/^/; /' | tr -d '\n')"
 	inj_alive || inj_dead "in round $k (second run started $d us after the first; exits $sa $sb: $(cat a.err b.err | tr '\n' '|'))"
 	check_run a "$sa" "$k"
 	check_run b "$sb" "$k"

@@ -20,7 +20,7 @@ rand_us() { echo $(( (RANDOM * 32768 + RANDOM) % ($1 + 1) )); }
 check_outcome() {
 	[ "$rc" -le 2 ] || fail "heapsnap exit $rc ($1)"
 	[ "$rc" = 0 ] || expect_match "$err" "^heapsnap: cannot (attach to|inject into) pid $TGT_PID: " "error line ($1)"
-	OUTCOMES="$OUTCOMES$rc:$(printf '%s' "$err" | head -n 1 | sed 's/.*pid [0-9]*: //')
+	OUTCOMES="$OUTCOMES$rc:$(printf '%s\n' "$err" | grep -m1 '^heapsnap: cannot' | sed 's/.*pid [0-9]*: //')
 "
 }
 

@@ -31,7 +31,8 @@ inj_start inj_malloc_lock --no-safe-thread
 LOCKER=$(tid_of locker)
 INJ_NOPROGRESS=1
 inj_baseline
-inj_run 30 -j inject "$TGT_PID" "$INJ_LIB" --call hsp_test_ping --arg 1 --timeout 3
+# --timeout 3: anything much longer than that is a hang
+inj_run 13 -j inject "$TGT_PID" "$INJ_LIB" --call hsp_test_ping --arg 1 --timeout 3
 [ "$rc" = 1 ] || fail "expected exit 1 without a safe point, got $rc: $out $err"
 expect_match "$err" "heapsnap: cannot (attach to|inject into) pid $TGT_PID: .*no safe point" "error message"
 [ -z "$out" ] || fail "stdout must be empty on failure with -j, got: $out"

@@ -17,6 +17,7 @@ inj_track "$watcher"
 inj_traced_by_strace trace.log
 inj_run 30 -j inject "$TGT_PID" "$INJ_LIB" --call hsp_test_ping --arg 1 --timeout 5
 INJ_WRAP=()
+inj_record	# the pause report then shows the threads' longest stall during the run
 kill "$watcher"; wait "$watcher" 2>/dev/null
 [ "$rc" = 1 ] || fail "expected exit 1 for a static binary, got $rc: $out $err"
 expect_match "$err" "heapsnap: cannot (attach to|inject into) pid $TGT_PID: .*(static|dynamic loader)" "refusal reason"

@@ -274,7 +274,9 @@ inj_wait_exit() {
 inj_hijacked_roles() {
 	local t0 t1 h rest role
 	[ -s "$INJ_WINDOWS" ] || return 0
+	grep -qv '^[0-9]* [0-9]* -1 ' "$INJ_WINDOWS" || return 0
 	while read -r t0 t1 h rest; do
+		[ "$h" = -1 ] && continue	# a refused run hijacked nothing
 		if [ "$h" = "$TGT_PID" ]; then role="main thread"
 		else role=$(sed -n "s/^stall: tid $h (\(.*\)):.*/\1/p" "$TGT_OUT" | head -n 1)
 		fi
@@ -315,7 +317,8 @@ inj_json() {
 # one heapsnap run that must succeed; records the run for the pause report
 inj_cycle() {
 	local n=${1:-41} ret
-	inj_run $((INJ_TIMEOUT + 20)) -j inject "$TGT_PID" "$INJ_LIB" --call hsp_test_ping --arg "$n" \
+	# -v: heapsnap's diagnostics (which threads it tried, why) go to the log
+	inj_run $((INJ_TIMEOUT + 20)) -v -j inject "$TGT_PID" "$INJ_LIB" --call hsp_test_ping --arg "$n" \
 		--unload --timeout "$INJ_TIMEOUT"
 	[ "$rc" = 0 ] || fail "inject into $INJ_NAME failed (exit $rc): $err"
 	if command -v jq >/dev/null; then

@@ -58,10 +58,13 @@ static const char *const gpr_names[12] = {
 	"mov %%r13, 200(%%rax)\n\t" "mov %%r14, 208(%%rax)\n\t" "mov %%r15, 216(%%rax)\n\t"
 /* Set MXCSR (round to zero) and the x87 control word (truncate), DF=1, spin,
  * then record RFLAGS, MXCSR and FCW and put the defaults back.  pushfq goes
- * below the red zone: the compiler may keep live data there. */
-#define SPIN \
+ * below the red zone: the compiler may keep live data there.  The global
+ * label marks the loop, where every checked value is live (a debugger can
+ * break there to clobber one: tests/inject/targets-selfcheck.sh). */
+#define SPIN(label) \
 	"ldmxcsr 104(%%rax)\n\t" "fldcw 108(%%rax)\n\t" \
 	"mov 96(%%rax), %%rcx\n\t" "std\n\t" \
+	".globl " label "\n" label ":\n\t" \
 	"1: dec %%rcx\n\t" "jnz 1b\n\t" \
 	"lea -128(%%rsp), %%rsp\n\t" "pushfq\n\t" "pop %%rcx\n\t" "lea 128(%%rsp), %%rsp\n\t" \
 	"cld\n\t" "mov %%rcx, 120(%%rax)\n\t" \
@@ -79,7 +82,7 @@ static void __attribute__((noinline)) block_sse(struct regblk *b)
 {
 	asm volatile(GPR_LOAD
 		     IRP16 "movdqu 512+64*\\i(%%rax), %%xmm\\i\n\t" ".endr\n\t"
-		     SPIN
+		     SPIN("inj_spin_sse")
 		     GPR_STORE
 		     IRP16 "movdqu %%xmm\\i, 2560+64*\\i(%%rax)\n\t" ".endr\n\t"
 		     : : "a"(b) : GPR_CLOBBERS, XMM_CLOBBERS);
@@ -89,7 +92,7 @@ static void __attribute__((noinline)) block_avx(struct regblk *b)
 {
 	asm volatile(GPR_LOAD
 		     IRP16 "vmovdqu 512+64*\\i(%%rax), %%ymm\\i\n\t" ".endr\n\t"
-		     SPIN
+		     SPIN("inj_spin_avx")
 		     GPR_STORE
 		     IRP16 "vmovdqu %%ymm\\i, 2560+64*\\i(%%rax)\n\t" ".endr\n\t"
 		     "vzeroupper\n\t"
@@ -103,7 +106,7 @@ static void __attribute__((noinline)) block_avx512(struct regblk *b)
 	asm volatile(GPR_LOAD
 		     IRP32 "vmovdqu64 512+64*\\i(%%rax), %%zmm\\i\n\t" ".endr\n\t"
 		     ".irp i,0,1,2,3,4,5,6,7\n\t" "kmovw 240+2*\\i(%%rax), %%k\\i\n\t" ".endr\n\t"
-		     SPIN
+		     SPIN("inj_spin_avx512")
 		     GPR_STORE
 		     IRP32 "vmovdqu64 %%zmm\\i, 2560+64*\\i(%%rax)\n\t" ".endr\n\t"
 		     ".irp i,0,1,2,3,4,5,6,7\n\t" "kmovw %%k\\i, 256+2*\\i(%%rax)\n\t" ".endr\n\t"
