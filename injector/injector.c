@@ -342,8 +342,15 @@ static int wait_stub(struct inj_proc *p, pid_t tid, int64_t deadline, int *fault
 		if ((spins & 63) == 63) {
 			uint64_t a0 = 0, pc = 0;
 			if (proc_task_syscall_full(p->pid, tid, &a0, &pc) == SYS_ppoll &&
-			    pc >= p->map_base && pc < p->map_base + p->code_len)
-				return 1;
+			    pc >= p->map_base && pc < p->map_base + p->code_len) {
+				/* The stub may have set stub_done and parked
+				 * between our read of the flag and this look:
+				 * read it again before calling it a failure. */
+				r = read_shared(p, SH_OFF(stub_done), &done, sizeof(done));
+				if (r)
+					return r;
+				return done ? 0 : 1;
+			}
 		}
 		if (proc_gone(p))
 			return -ESRCH;
