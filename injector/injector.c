@@ -750,6 +750,19 @@ static int try_thread(struct inj_proc *p, pid_t tid, struct safepoint *sp, struc
 	if (proc_gone(p))
 		return setr(reason, -ESRCH, "process exited");
 	r = pt_seize(tid);
+	if (r == -EPERM) {
+		/* Another tracer (a concurrent heapsnap, strace) got there
+		 * after our preflight: name it rather than blame policy. */
+		char path[80], comm[32];
+		struct proc_status ts;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)p->pid, (int)tid);
+		if (proc_status_read(path, &ts) == 0 && ts.tracer_pid) {
+			proc_read_comm(ts.tracer_pid, comm, sizeof(comm));
+			return setr(reason, -EBUSY, "already traced by pid %d (%s)", (int)ts.tracer_pid,
+				    comm[0] ? comm : "?");
+		}
+	}
 	if (r == -EPERM && !p->st.threads_tried && proc_task_state(p->pid, tid))
 		return setr(reason, -EPERM, "not permitted: %s",
 			    p->info.warning[0] ? p->info.warning : "the kernel refused ptrace (LSM or container policy)");

@@ -96,6 +96,8 @@ struct proc_status {
 	uint64_t cap_eff;
 };
 int proc_status_read(const char *path, struct proc_status *st);
+/* The command name of pid into buf (empty when it cannot be read). */
+void proc_read_comm(pid_t pid, char *buf, size_t len);
 
 /* Thread ids of pid (sorted ascending).  Returns the count or -errno. */
 int proc_tasks(pid_t pid, pid_t **tids);

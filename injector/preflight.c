@@ -13,26 +13,6 @@
 
 #define CAP_SYS_PTRACE_BIT 19
 
-static void read_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	buf[0] = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		n = 0;
-	buf[n] = 0;
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = 0;
-}
-
 static int yama_scope(void)
 {
 	char b[16] = "";
@@ -220,7 +200,7 @@ int preflight_full(pid_t pid, struct inj_info *info, char *reason, struct proc_m
 		return fail(reason, r, "cannot read %s: %s", path, strerror(-r));
 	if (st.tgid && st.tgid != pid)
 		return fail(reason, -ESRCH, "pid %d is a thread of process %d", (int)pid, (int)st.tgid);
-	read_comm(pid, info->comm, sizeof(info->comm));
+	proc_read_comm(pid, info->comm, sizeof(info->comm));
 	info->uid = st.uid[0];
 	info->tracer_pid = st.tracer_pid;
 	info->seccomp = st.seccomp < 0 ? 0 : st.seccomp;
@@ -228,7 +208,7 @@ int preflight_full(pid_t pid, struct inj_info *info, char *reason, struct proc_m
 	if (st.state == 'Z' || st.state == 'X')
 		return fail(reason, -ESRCH, "process is exiting (state %c)", st.state);
 	if (st.tracer_pid) {
-		read_comm(st.tracer_pid, tcomm, sizeof(tcomm));
+		proc_read_comm(st.tracer_pid, tcomm, sizeof(tcomm));
 		return fail(reason, -EPERM, "already traced by pid %d (%s)", (int)st.tracer_pid,
 			    tcomm[0] ? tcomm : "?");
 	}

@@ -222,9 +222,12 @@ int do_inject(int argc, char **argv)
 		r = inj_call(p, res.handle, symbol, args, nargs, &ret, reason);
 		if (r) {
 			hs_err("cannot inject into pid %d: %s", pid, reason);
-			hs_hint("%s stays loaded; run 'heapsnap inject %d %s --unload' to remove it",
-				libpath, pid, libpath);
 			rc = HS_FAIL_LOADED;
+			if (r == -ESRCH) /* gone: nothing is left anywhere */
+				rc = HS_FAIL;
+			else
+				hs_hint("%s stays loaded; run 'heapsnap inject %d %s --unload' to remove it",
+					libpath, pid, libpath);
 			goto out;
 		}
 		res.symbol = symbol;
@@ -234,10 +237,10 @@ int do_inject(int argc, char **argv)
 		r = inj_unload(p, res.handle, NULL, reason);
 		if (r) {
 			hs_err("cannot inject into pid %d: %s", pid, reason);
-			if (r != -EBUSY)
+			if (r != -EBUSY && r != -ESRCH)
 				hs_hint("%s may still be loaded; run 'heapsnap inject %d %s --unload' to retry",
 					libpath, pid, libpath);
-			rc = HS_FAIL_LOADED;
+			rc = r == -ESRCH ? HS_FAIL : HS_FAIL_LOADED;
 			goto out;
 		}
 		res.unloaded = true;
