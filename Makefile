@@ -152,6 +152,13 @@ check-long: test-build
 deps:
 	@scripts/deps.sh
 
+# The walkthrough of README.md: deps, build, then scripts/demo.sh runs
+# heapsnap against tests/targets/demo_service (dump, top, diff, stop).
+demo:
+	@scripts/deps.sh --build-only
+	@$(MAKE) --no-print-directory B=$(B) all $(B)/tests/targets/demo_service
+	@B=$(B) scripts/demo.sh
+
 # ---- install --------------------------------------------------------------
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/heapsnap

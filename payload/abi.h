@@ -188,5 +188,48 @@ _Static_assert(sizeof(struct hsp_stack_rec) == 8, "hsp_stack_rec layout");
 #define HSP_SYM_START "hsp_start"                   /* long hsp_start(long rate, long flags) */
 #define HSP_SYM_PREPARE_UNLOAD "hsp_prepare_unload" /* long hsp_prepare_unload(void) */
 #define HSP_SYM_STATUS "hsp_status"                 /* long hsp_status(void): enum hsp_state */
+/* long hsp_alloc_stats(long op): op HSP_STATS_GET or HSP_STATS_TRIM (trim
+ * first, then gather).  Returns the address, in the target, of a buffer of
+ * HSP_STATS_MAX bytes that starts with struct hsp_stats_hdr followed by
+ * hdr.len bytes of text lines "key value\n" (keys glibc.*, jemalloc.*,
+ * tcmalloc.*, mimalloc.*, malloc.module, trim.*), or -errno.  The buffer
+ * stays valid until the next call or until the payload is unloaded.  Needs
+ * no hsp_start: heapsnap loads the payload, calls this, reads, unloads. */
+#define HSP_SYM_ALLOC_STATS "hsp_alloc_stats"
+#define HSP_STATS_GET   0
+#define HSP_STATS_TRIM  1
+#define HSP_STATS_MAGIC 0x54505348u /* "HSPT" */
+#define HSP_STATS_MAX   16384
+
+/* long hsp_jemalloc(long op, long arg): drives jemalloc's own profiler
+ * through mallctl.  HSP_JE_ACTIVATE (arg > 0: prof.reset with lg_sample
+ * arg - 1 first) and HSP_JE_DEACTIVATE set prof.active; HSP_JE_DUMP runs
+ * prof.dump into a new 0700 directory and names the file in the line
+ * "jemalloc.dump PATH" (the caller removes file and directory).  Returns
+ * the stats buffer (as hsp_alloc_stats, with the jemalloc.* figures after
+ * the change) or -errno: -ENOENT no mallctl, else mallctl's error (ENOENT:
+ * opt.prof false). */
+#define HSP_SYM_JEMALLOC "hsp_jemalloc"
+#define HSP_JE_ACTIVATE   1
+#define HSP_JE_DEACTIVATE 2
+#define HSP_JE_DUMP       3
+
+/* long hsp_gperf(long op, long arg): drives gperftools' heap profiler.
+ * HSP_GP_INFO: only "gperf.running 0|1"; HSP_GP_START: HeapProfilerStart
+ * into a new /tmp/heapsnap-gp.<pid>.XXXXXX unless running ("gperf.started
+ * DIR" when it did); HSP_GP_STOP: HeapProfilerStop; HSP_GP_DUMP:
+ * GetHeapProfile() into a new 0600 file, "gperf.dump PATH" (the caller
+ * removes file and directory).  Returns the stats buffer or -errno
+ * (-ENOENT: no heap profiler in the process, -ESRCH: dump while stopped). */
+#define HSP_SYM_GPERF "hsp_gperf"
+#define HSP_GP_INFO  0
+#define HSP_GP_START 1
+#define HSP_GP_STOP  2
+#define HSP_GP_DUMP  3
+
+struct hsp_stats_hdr {
+	uint32_t magic;         /* HSP_STATS_MAGIC */
+	uint32_t len;           /* text bytes that follow */
+};
 
 #endif

@@ -43,6 +43,9 @@ HSP_EXPORT long hsp_start(long rate, long flags);
 HSP_EXPORT long hsp_stop(void);
 HSP_EXPORT long hsp_status(void);
 HSP_EXPORT long hsp_prepare_unload(void);
+HSP_EXPORT long hsp_alloc_stats(long op);   /* stats.c */
+HSP_EXPORT long hsp_jemalloc(long op, long arg); /* stats.c */
+HSP_EXPORT long hsp_gperf(long op, long arg);    /* stats.c */
 
 /* ---- global state (payload.c) ------------------------------------------- */
 struct hsp_global {

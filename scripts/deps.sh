@@ -6,7 +6,7 @@ set -eu
 # Build: libraries heapsnap links.  Test: the real tools and allocators the
 # tests drive (jemalloc, gperftools, mimalloc, go tool pprof, jeprof).
 BUILD="gcc make pkg-config libunwind-dev libelf-dev libdw-dev libreadline-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler"
-TEST="g++ clang libclang-rt-14-dev binutils golang-go libjemalloc-dev libjemalloc2 google-perftools libgoogle-perftools-dev libmimalloc-dev tmux strace procps psmisc"
+TEST="g++ clang libclang-rt-14-dev binutils golang-go libjemalloc-dev libjemalloc2 google-perftools libgoogle-perftools-dev libmimalloc-dev tmux strace procps psmisc zsh redis-server redis-tools"
 
 want="$BUILD"
 [ "${1:-}" = "--build-only" ] || want="$want $TEST"

@@ -35,5 +35,10 @@ int do_start(int argc, char **argv);
 int do_status(int argc, char **argv);
 int do_dump(int argc, char **argv);
 int do_stop(int argc, char **argv);
+int do_attach(int argc, char **argv);
+int do_shell(int argc, char **argv);
+int do_watch(int argc, char **argv);
+int do_stats(int argc, char **argv);
+int do_trim(int argc, char **argv);
 
 #endif

@@ -13,6 +13,8 @@
 #include "hs.h"
 #include "json.h"
 #include "live.h"
+#include "livegp.h"
+#include "livejem.h"
 #include "report.h"
 #include "symbolize.h"
 
@@ -84,32 +86,93 @@ static bool wait_sampling(const struct cmd_live *o)
 	return true;
 }
 
-/* Snapshot, symbolize from the live process, mark allocator frames. */
-static int take(const struct cmd_live *o, struct profile **out)
+/*
+ * The jemalloc backend: when its profiling is active already, dump at once
+ * (the profile covers allocations made before heapsnap came); otherwise
+ * activate it (prof.reset with --rate's lg_sample when given), wait
+ * --duration, dump, and switch it off again unless --keep.  An hs_exit.
+ */
+static int take_jemalloc(const struct cmd_live *o, const struct livejem_info *info,
+			 struct profile **out)
 {
-	struct live_conn *c;
-	struct sym_ctx *sc;
-	char err[256];
-	int ret = live_connect(o->pid, &c);
+	char reason[LIVECTL_REASONLEN];
+	bool left = false, since_start = info->prof_active;
+	int lg = o->rate_given && !since_start ? livejem_lg(o->rate) : info->lg_sample;
+	int ret;
 
-	if (ret)
-		return ret;
-	ret = live_snapshot(c, out);
-	live_close(c);
-	if (ret)
-		return ret;
-	ret = sym_open_pid(o->pid, &sc, err);
-	if (ret) {
-		hs_warn("cannot symbolize pid %d: %s (the profile keeps raw addresses)", o->pid, err);
-	} else {
-		if (sym_profile(sc, *out))
-			hs_warn("symbolization of pid %d ran out of memory; some frames stay raw", o->pid);
-		sym_close(sc);
+	if (!since_start) {
+		ret = livejem_activate(o->pid, o->timeout_ms, true, o->rate_given ? lg : -1, &left, reason);
+		if (ret)
+			return cmd_live_step_error(o, "activate jemalloc's profiler", ret, left, reason);
+		if (!wait_sampling(o)) {
+			hs_err("pid %d exited while heapsnap was sampling", o->pid);
+			return HS_FAIL;
+		}
 	}
-	const char *re = rep_drop_frames_regex();
-	if (re)
-		(*out)->drop_frames = prof_intern(*out, re);
-	return 0;
+	ret = livejem_dump(o->pid, o->timeout_ms, since_start, out, &left, reason);
+	if (!since_start && !o->keep) {
+		char r2[LIVECTL_REASONLEN];
+		bool l2 = false;
+		int ret2 = livejem_activate(o->pid, o->timeout_ms, false, -1, &l2, r2);
+		if (ret2 && !ret) {
+			prof_free(*out);
+			*out = NULL;
+			return cmd_live_step_error(o, "switch jemalloc's profiler off again", ret2, l2, r2);
+		}
+	}
+	if (ret)
+		return cmd_live_step_error(o, "dump jemalloc's profile", ret, left, reason);
+	cmd_live_symbolize(o->pid, *out);
+	if (!opt_quiet && !opt_json)
+		fprintf(stderr, "heapsnap: pid %d: jemalloc's own profiler (lg_prof_sample %d)%s\n", o->pid, lg,
+			since_start ? "; it was active before heapsnap came, so the profile covers "
+			"allocations made since it was activated" : "");
+	return HS_OK;
+}
+
+/*
+ * The gperftools backend: a heap profiler that runs already (HEAPPROFILE,
+ * or an earlier `start`) is dumped at once and left running; otherwise
+ * heapsnap starts it, waits --duration, dumps, and stops it again unless
+ * --keep.  An hs_exit.
+ */
+static int take_gperf(const struct cmd_live *o, bool running, bool ours, struct profile **out)
+{
+	char reason[LIVECTL_REASONLEN];
+	bool left = false, started = false;
+	int ret = 0;
+
+	if (!running) {
+		ret = livegp_start(o->pid, o->timeout_ms, &started, &left, reason);
+		if (ret)
+			return cmd_live_step_error(o, "start gperftools' heap profiler", ret, left, reason);
+		if (!wait_sampling(o)) {
+			hs_err("pid %d exited while heapsnap was sampling", o->pid);
+			return HS_FAIL;
+		}
+	}
+	ret = livegp_dump(o->pid, o->timeout_ms, running && !ours, out, &left, reason);
+	if (started && !o->keep) {
+		char r2[LIVECTL_REASONLEN];
+		bool l2 = false, stopped;
+		int ret2 = livegp_stop_ours(o->pid, o->timeout_ms, &stopped, &l2, r2);
+		if (ret2 && !ret) {
+			prof_free(*out);
+			*out = NULL;
+			return cmd_live_step_error(o, "stop gperftools' heap profiler", ret2, l2, r2);
+		}
+	}
+	if (ret)
+		return cmd_live_step_error(o, "dump gperftools' heap profile", ret, left, reason);
+	cmd_live_symbolize(o->pid, *out);
+	if (!opt_quiet && !opt_json)
+		fprintf(stderr, "heapsnap: pid %d: gperftools' heap profiler%s\n", o->pid,
+			running && !ours ? " was running before heapsnap came (reused, left running): the "
+			"profile covers allocations since it started" :
+			running ? " (started by an earlier 'heapsnap start')" :
+			o->keep ? " (started by heapsnap, left running: --keep)" :
+			" (started by heapsnap for this dump, stopped again)");
+	return HS_OK;
 }
 
 int do_dump(int argc, char **argv)
@@ -120,7 +183,8 @@ int do_dump(int argc, char **argv)
 	struct live_conn *c;
 	struct hsp_status st;
 	char err[FMT_ERRLEN];
-	int ret = cmd_live_parse(&o, "dump", argc, argv, CMD_LIVE_RATE | CMD_LIVE_DUMP);
+	bool jem = false;
+	int ret = cmd_live_parse(&o, "dump", argc, argv, CMD_LIVE_RATE | CMD_LIVE_DUMP | CMD_LIVE_BACKEND);
 
 	if (ret)
 		return ret;
@@ -144,7 +208,30 @@ int do_dump(int argc, char **argv)
 	}
 	if (ret && ret != -ENOENT)
 		return cmd_live_conn_error(&o, ret);
-	if (ret == -ENOENT) {
+	if (ret == -ENOENT || o.backend == CMD_BACKEND_JEMALLOC || o.backend == CMD_BACKEND_GPERFTOOLS) {
+		struct livejem_info info;
+		bool use;
+		int jr = cmd_live_pick_jemalloc(&o, &use, &info);
+		if (jr)
+			return jr;
+		if (use) {
+			jr = take_jemalloc(&o, &info, &p);
+			if (jr)
+				return jr;
+			jem = true;
+		}
+		bool running, ours;
+		jr = jem ? HS_OK : cmd_live_pick_gperf(&o, &use, &running, &ours);
+		if (jr)
+			return jr;
+		if (!jem && use) {
+			jr = take_gperf(&o, running, ours, &p);
+			if (jr)
+				return jr;
+			jem = true;
+		}
+	}
+	if (ret == -ENOENT && !jem) {
 		bool already;
 		ret = cmd_live_load_start(&o, &already);
 		if (ret)
@@ -155,7 +242,7 @@ int do_dump(int argc, char **argv)
 			return HS_FAIL;
 		}
 	}
-	ret = take(&o, &p);
+	ret = jem ? 0 : cmd_live_take(o.pid, &p);
 	int rc = HS_OK;
 	if (ret) {
 		hs_err("cannot take a snapshot of pid %d: %s", o.pid, strerror(-ret));

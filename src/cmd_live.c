@@ -9,7 +9,12 @@
 #include "cmd.h"
 #include "cmd_live.h"
 #include "hs.h"
+#include "live.h"
 #include "livectl.h"
+#include "livegp.h"
+#include "livejem.h"
+#include "report.h"
+#include "symbolize.h"
 
 enum {
 	OPT_RATE = 0x100,
@@ -83,12 +88,18 @@ int cmd_live_parse(struct cmd_live *o, const char *cmd, int argc, char **argv, u
 			o->rate_given = true;
 			break;
 		case OPT_BACKEND:
-			if (!strcmp(optarg, "auto") || !strcmp(optarg, "interpose"))
-				break;
-			if (!strcmp(optarg, "jemalloc") || !strcmp(optarg, "gperftools"))
-				return hs_usage_err(cmd, "backend '%s' is not available yet (valid: auto, interpose)",
-						    optarg);
-			return hs_usage_err(cmd, "unknown backend '%s' (valid: auto, interpose)", optarg);
+			if (!strcmp(optarg, "auto"))
+				o->backend = CMD_BACKEND_AUTO;
+			else if (!strcmp(optarg, "interpose"))
+				o->backend = CMD_BACKEND_INTERPOSE;
+			else if (!strcmp(optarg, "jemalloc"))
+				o->backend = CMD_BACKEND_JEMALLOC;
+			else if (!strcmp(optarg, "gperftools"))
+				o->backend = CMD_BACKEND_GPERFTOOLS;
+			else
+				return hs_usage_err(cmd, "unknown backend '%s' (valid: auto, interpose, jemalloc, "
+						    "gperftools)", optarg);
+			break;
 		case OPT_TIMEOUT:
 			if (parse_seconds(optarg, 3600, &secs) || secs <= 0)
 				return hs_usage_err(cmd, "bad --timeout '%s': expected seconds (0-3600]", optarg);
@@ -151,13 +162,7 @@ int cmd_live_load_start(const struct cmd_live *o, bool *already)
 
 	if (!ret)
 		return HS_OK;
-	hs_err("cannot start sampling in pid %d: %s", o->pid, reason);
-	const char *hint = livectl_hint(ret, reason);
-	if (left)
-		hs_hint("the payload may still be loaded; run 'heapsnap stop %d' to remove it", o->pid);
-	else if (hint)
-		hs_hint("%s", hint);
-	return left ? HS_FAIL_LOADED : HS_FAIL;
+	return cmd_live_step_error(o, "start sampling", ret, left, reason);
 }
 
 int cmd_live_unload(const struct cmd_live *o, bool *was_loaded)
@@ -176,4 +181,108 @@ int cmd_live_unload(const struct cmd_live *o, bool *was_loaded)
 	else if (hint)
 		hs_hint("%s", hint);
 	return left ? HS_FAIL_LOADED : HS_FAIL;
+}
+
+int cmd_live_take(int pid, struct profile **out)
+{
+	struct live_conn *c;
+	int ret = live_connect(pid, &c);
+
+	if (ret)
+		return ret;
+	ret = live_snapshot(c, out);
+	live_close(c);
+	if (ret)
+		return ret;
+	cmd_live_symbolize(pid, *out);
+	return 0;
+}
+
+void cmd_live_symbolize(int pid, struct profile *p)
+{
+	struct sym_ctx *sc;
+	char err[256];
+	int ret = sym_open_pid(pid, &sc, err);
+
+	if (ret) {
+		hs_warn("cannot symbolize pid %d: %s (the profile keeps raw addresses)", pid, err);
+	} else {
+		if (sym_profile(sc, p))
+			hs_warn("symbolization of pid %d ran out of memory; some frames stay raw", pid);
+		sym_close(sc);
+	}
+	const char *re = rep_drop_frames_regex();
+	if (re)
+		p->drop_frames = prof_intern(p, re);
+}
+
+int cmd_live_step_error(const struct cmd_live *o, const char *what, int err, bool left,
+		       const char *reason)
+{
+	hs_err("cannot %s in pid %d: %s", what, o->pid, reason);
+	const char *hint = livectl_hint(err, reason);
+	if (left)
+		hs_hint("the payload may still be loaded; run 'heapsnap stop %d' to remove it", o->pid);
+	else if (hint)
+		hs_hint("%s", hint);
+	return left ? HS_FAIL_LOADED : HS_FAIL;
+}
+
+int cmd_live_pick_jemalloc(const struct cmd_live *o, bool *use, struct livejem_info *info)
+{
+	char reason[LIVECTL_REASONLEN];
+	bool left = false;
+	int ret;
+
+	*use = false;
+	memset(info, 0, sizeof(*info));
+	if (o->backend == CMD_BACKEND_INTERPOSE || o->backend == CMD_BACKEND_GPERFTOOLS)
+		return HS_OK;
+	if (o->backend == CMD_BACKEND_AUTO && !livejem_maybe(o->pid))
+		return HS_OK;
+	ret = livejem_probe(o->pid, o->timeout_ms, info, &left, reason);
+	if (ret)
+		return cmd_live_step_error(o, "ask jemalloc", ret, left, reason);
+	if (o->backend == CMD_BACKEND_AUTO) {
+		*use = info->opt_prof;
+		return HS_OK;
+	}
+	if (!info->present) {
+		hs_err("pid %d does not use jemalloc (no mallctl in it)", o->pid);
+		hs_hint("use --backend auto or interpose");
+		return HS_FAIL;
+	}
+	if (!info->opt_prof) {
+		hs_warn("jemalloc's profiler is off (opt.prof false; it can only be enabled at start "
+			"with MALLOC_CONF=prof:true%s); using interpose",
+			info->config_prof ? "" : ", and this jemalloc was built without --enable-prof");
+		return HS_OK;
+	}
+	*use = true;
+	return HS_OK;
+}
+
+int cmd_live_pick_gperf(const struct cmd_live *o, bool *use, bool *running, bool *ours)
+{
+	char reason[LIVECTL_REASONLEN];
+	bool left = false;
+	int ret;
+
+	*use = *running = *ours = false;
+	if (o->backend != CMD_BACKEND_GPERFTOOLS &&
+	    (o->backend != CMD_BACKEND_AUTO || !livegp_maybe(o->pid)))
+		return HS_OK;
+	ret = livegp_probe(o->pid, o->timeout_ms, running, ours, &left, reason);
+	if (ret == -ENOENT && !left && o->backend == CMD_BACKEND_GPERFTOOLS) {
+		hs_err("pid %d has no gperftools heap profiler (HeapProfilerStart, GetHeapProfile)", o->pid);
+		hs_hint("link the program with -ltcmalloc (not tcmalloc_minimal), or use --backend auto");
+		return HS_FAIL;
+	}
+	if (ret == -ENOENT && !left)
+		return HS_OK;
+	if (ret)
+		return cmd_live_step_error(o, "ask gperftools' heap profiler", ret, left, reason);
+	/* auto: only a profiler that already runs knows more than interpose. */
+	*use = o->backend == CMD_BACKEND_GPERFTOOLS || *running;
+	return HS_OK;
 }

@@ -10,12 +10,15 @@
 #include "hs.h"
 #include "json.h"
 #include "live.h"
+#include "livegp.h"
+#include "livejem.h"
 
 struct start_result {
 	int pid;
 	uint64_t rate;
 	bool already;
 	bool resumed;
+	const char *backend;    /* NULL: interpose */
 };
 
 static int fill_json(FILE *f, void *ctx)
@@ -26,7 +29,7 @@ static int fill_json(FILE *f, void *ctx)
 	json_begin(&j, f);
 	json_obj_open(&j);
 	json_kv_int(&j, "pid", r->pid);
-	json_kv_str(&j, "backend", "interpose");
+	json_kv_str(&j, "backend", r->backend ? r->backend : "interpose");
 	json_kv_str(&j, "state", "sampling");
 	json_kv_uint(&j, "rate", r->rate);
 	json_kv_bool(&j, "already_running", r->already);
@@ -64,6 +67,63 @@ static int try_running(const struct cmd_live *o, struct start_result *res)
 	return ret;
 }
 
+/* The jemalloc backend: switch prof.active on (prof.reset with --rate's
+ * lg_sample first when given); nothing of heapsnap stays in the process. */
+static int start_jemalloc(const struct cmd_live *o, const struct livejem_info *info)
+{
+	char reason[LIVECTL_REASONLEN];
+	bool left = false;
+	int lg = o->rate_given ? livejem_lg(o->rate) : info->lg_sample;
+	int ret = 0;
+
+	if (!info->prof_active || o->rate_given)
+		ret = livejem_activate(o->pid, o->timeout_ms, true, o->rate_given ? lg : -1, &left, reason);
+	if (ret)
+		return cmd_live_step_error(o, "activate jemalloc's profiler", ret, left, reason);
+	if (opt_json) {
+		struct start_result res = { .pid = o->pid, .rate = lg >= 0 ? 1ull << lg : 0,
+					    .already = info->prof_active && !o->rate_given,
+					    .backend = "jemalloc" };
+		ret = cmd_report_emit(fill_json, &res);
+		if (ret)
+			hs_err("cannot write the result: %s", strerror(-ret));
+		return ret ? HS_FAIL : HS_OK;
+	}
+	if (!opt_quiet)
+		printf("pid %d: jemalloc's profiler %s (jemalloc backend, lg_prof_sample %d: every %llu bytes "
+		       "on average)%s\n", o->pid,
+		       info->prof_active && !o->rate_given ? "was active already" :
+		       o->rate_given ? "reset and active" : "active",
+		       lg, lg >= 0 ? 1ull << lg : 0ull,
+		       info->prof_active && !o->rate_given ? "; dumps cover allocations since it was activated" : "");
+	return HS_OK;
+}
+
+/* The gperftools backend: HeapProfilerStart unless it runs already (then
+ * it is reused and never stopped by heapsnap). */
+static int start_gperf(const struct cmd_live *o)
+{
+	char reason[LIVECTL_REASONLEN];
+	bool left = false, started = false;
+	int ret = livegp_start(o->pid, o->timeout_ms, &started, &left, reason);
+
+	if (ret)
+		return cmd_live_step_error(o, "start gperftools' heap profiler", ret, left, reason);
+	if (opt_json) {
+		struct start_result res = { .pid = o->pid, .already = !started, .backend = "gperftools" };
+		ret = cmd_report_emit(fill_json, &res);
+		if (ret)
+			hs_err("cannot write the result: %s", strerror(-ret));
+		return ret ? HS_FAIL : HS_OK;
+	}
+	if (!opt_quiet)
+		printf("pid %d: %s\n", o->pid, started ?
+		       "gperftools' heap profiler started (gperftools backend, every allocation); "
+		       "'heapsnap stop' stops it" :
+		       "gperftools' heap profiler was running already (reused; heapsnap will not stop it)");
+	return HS_OK;
+}
+
 int do_start(int argc, char **argv)
 {
 	struct cmd_live o;
@@ -74,6 +134,22 @@ int do_start(int argc, char **argv)
 		return ret;
 	if (optind != argc)
 		return hs_usage_err("start", "too many operands");
+	if (o.backend == CMD_BACKEND_JEMALLOC || o.backend == CMD_BACKEND_AUTO) {
+		struct livejem_info info;
+		bool use;
+		ret = cmd_live_pick_jemalloc(&o, &use, &info);
+		if (ret)
+			return ret;
+		if (use)
+			return start_jemalloc(&o, &info);
+	}
+	if (o.backend == CMD_BACKEND_GPERFTOOLS) {
+		bool use, running, ours;
+		ret = cmd_live_pick_gperf(&o, &use, &running, &ours);
+		if (ret)
+			return ret;
+		return start_gperf(&o);
+	}
 	res.pid = o.pid;
 	res.rate = o.rate;
 	ret = try_running(&o, &res);

@@ -7,10 +7,13 @@
 #include "cmd_report.h"
 #include "hs.h"
 #include "json.h"
+#include "livectl.h"
+#include "livegp.h"
 
 struct stop_result {
 	int pid;
 	bool was_loaded;
+	bool gperf_stopped;     /* heapsnap's gperftools heap profiler stopped */
 };
 
 static int fill_json(FILE *f, void *ctx)
@@ -23,6 +26,7 @@ static int fill_json(FILE *f, void *ctx)
 	json_kv_int(&j, "pid", r->pid);
 	json_kv_bool(&j, "was_loaded", r->was_loaded);
 	json_kv_bool(&j, "unloaded", r->was_loaded);
+	json_kv_bool(&j, "gperftools_profiler_stopped", r->gperf_stopped);
 	json_obj_close(&j);
 	return json_end(&j);
 }
@@ -38,6 +42,15 @@ int do_stop(int argc, char **argv)
 	if (optind != argc)
 		return hs_usage_err("stop", "too many operands");
 	r.pid = o.pid;
+	/* A gperftools heap profiler heapsnap started goes too (never one
+	 * the program started itself). */
+	if (livegp_maybe(o.pid)) {
+		char reason[LIVECTL_REASONLEN];
+		bool left = false;
+		ret = livegp_stop_ours(o.pid, o.timeout_ms, &r.gperf_stopped, &left, reason);
+		if (ret)
+			return cmd_live_step_error(&o, "stop gperftools' heap profiler", ret, left, reason);
+	}
 	ret = cmd_live_unload(&o, &r.was_loaded);
 	if (ret)
 		return ret;
@@ -47,7 +60,9 @@ int do_stop(int argc, char **argv)
 			hs_err("cannot write the result: %s", strerror(-ret));
 		return ret ? HS_FAIL : HS_OK;
 	}
-	if (!r.was_loaded)
+	if (r.gperf_stopped && !opt_quiet)
+		printf("pid %d: gperftools' heap profiler (started by heapsnap) stopped\n", o.pid);
+	if (!r.was_loaded && !r.gperf_stopped)
 		printf("pid %d: heapsnap is not running there\n", o.pid);
 	else if (!opt_quiet)
 		printf("pid %d: sampling stopped, heapsnap unloaded\n", o.pid);

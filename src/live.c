@@ -482,7 +482,7 @@ static double inv_prob(uint64_t size, uint64_t rate)
 	return pr > 0 ? 1.0 / pr : 1.0;
 }
 
-static int add_comments(struct profile *p, int pid, const struct hsp_snap_begin *b)
+int live_proc_comments(struct profile *p, int pid, const char *backend)
 {
 	char path[64], buf[4096];
 	ssize_t n;
@@ -512,7 +512,14 @@ static int add_comments(struct profile *p, int pid, const struct hsp_snap_begin 
 	if (fd >= 0)
 		close(fd);
 	if (!ret)
-		ret = prof_add_comment(p, "backend=interpose");
+		ret = prof_add_comment(p, "backend=%s", backend);
+	return ret;
+}
+
+static int add_comments(struct profile *p, int pid, const struct hsp_snap_begin *b)
+{
+	int ret = live_proc_comments(p, pid, "interpose");
+
 	if (!ret)
 		ret = prof_add_comment(p, "rate=%llu", (unsigned long long)b->rate);
 	if (!ret)

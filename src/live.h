@@ -53,6 +53,10 @@ int live_reset(struct live_conn *c);
  */
 int live_snapshot(struct live_conn *c, struct profile **out);
 
+/* Adds the comments pid=, exe=, cmdline= (read from /proc) and
+ * backend=`backend` to p.  0 or -ENOMEM. */
+int live_proc_comments(struct profile *p, int pid, const char *backend);
+
 /* Stops sampling, restores every GOT slot, drains and ends the payload's
  * control thread; the connection is useless afterwards.  0, or -EBUSY
  * (the payload must stay loaded: a thread did not leave a hook in time or

@@ -21,7 +21,9 @@ const struct cmd hs_cmds[] = {
 	  "load heapsnap into a process and start sampling, return at once",
 	  "Says so when the process is sampling already (and resumes it when paused).\n"
 	  "  --rate BYTES     mean bytes between samples (default 512K; 1 = every allocation)\n"
-	  "  --backend B      auto or interpose (default auto: interpose)\n"
+	  "  --backend B      auto, interpose, jemalloc or gperftools (default auto:\n"
+	  "                   jemalloc's profiler when the process started with\n"
+	  "                   MALLOC_CONF=prof:true, else interpose)\n"
 	  "  --timeout SECS   deadline for each step of loading (default 5)\n"
 	  "  -j, --json       print the result as JSON\n" },
 	{ "status", do_status, CMD_NEEDS_PID, "status PID",
@@ -29,7 +31,7 @@ const struct cmd hs_cmds[] = {
 	  "Asks the payload over its control socket (no ptrace).\n"
 	  "  -j, --json       print the status as JSON\n" },
 	{ "dump", do_dump, CMD_NEEDS_PID,
-	  "dump PID -o FILE [--duration SECS] [--format F] [--rate BYTES] [--keep] [--timeout SECS]",
+	  "dump PID -o FILE [--duration SECS] [--format F] [--rate BYTES] [--backend B] [--keep] [--timeout SECS]",
 	  "write a profile of a live process's heap",
 	  "Snapshots at once when the process is sampling; otherwise loads heapsnap,\n"
 	  "samples for --duration, snapshots, and unloads it again (unless --keep).\n"
@@ -38,16 +40,69 @@ const struct cmd hs_cmds[] = {
 	  "  --duration SECS    how long to sample when not sampling yet (default 10)\n"
 	  "  --format F         pprof, jeprof, gperf, collapsed, speedscope, svg\n"
 	  "                     (default: from FILE's suffix, else pprof)\n"
-	  "  --rate BYTES       sampling rate when dump starts sampling (default 512K)\n"
+	  "  --rate BYTES       sampling rate when dump starts sampling (default 512K;\n"
+	  "                     jemalloc: lg_prof_sample = round(log2(BYTES)))\n"
+	  "  --backend B        auto, interpose, jemalloc (the process's own jemalloc\n"
+	  "                     profiler: covers allocations made before heapsnap came\n"
+	  "                     when it was active), gperftools (tcmalloc's heap\n"
+	  "                     profiler: reused when running, else started and\n"
+	  "                     stopped again).  auto: a native profiler that is on\n"
+	  "                     already, else interpose\n"
 	  "  --keep             leave heapsnap loaded and sampling afterwards\n"
 	  "  --timeout SECS     deadline for each step of loading (default 5)\n"
 	  "  -j, --json         print a JSON summary of what was written\n" },
 	{ "stop", do_stop, CMD_NEEDS_PID, "stop PID [--timeout SECS]",
 	  "stop sampling, unload heapsnap, leave the process as found",
 	  "Says so when heapsnap is not loaded.  If the process still needs a hook\n"
-	  "(it kept a copy of one's address), heapsnap stays in, inert, and exits 2.\n"
+	  "(it kept a copy of one's address), heapsnap stays in, inert, and exits 2.\n"	  "A gperftools heap profiler that heapsnap started is stopped too (never one\n"
+	  "the program started itself).  jemalloc's profiler is left as it is.\n"
 	  "  --timeout SECS   deadline for each step (default 5)\n"
 	  "  -j, --json       print the result as JSON\n" },
+	{ "stats", do_stats, CMD_NEEDS_PID, "stats PID [--timeout SECS]",
+	  "allocator and RSS figures of a live process (no sampling)",
+	  "RSS from /proc/PID/status and smaps_rollup next to the allocator's own\n"
+	  "figures (glibc mallinfo2/malloc_info, jemalloc stats.*, tcmalloc and\n"
+	  "mimalloc properties), and the gap between RSS and the live heap.\n"
+	  "Loads heapsnap for the moment when it is not loaded (no hooks, no sampling).\n"
+	  "  --timeout SECS   deadline for each step of loading (default 5)\n"
+	  "  -j, --json       print the figures as JSON\n" },
+	{ "trim", do_trim, CMD_NEEDS_PID, "trim PID [--timeout SECS]",
+	  "ask the allocator to return free memory to the OS, show RSS before/after",
+	  "glibc malloc_trim(0), jemalloc arena.<all>.purge, tcmalloc\n"
+	  "ReleaseFreeMemory, mimalloc mi_collect(true): whichever the process has.\n"
+	  "  --timeout SECS   deadline for each step of loading (default 5)\n"
+	  "  -j, --json       print the result as JSON\n" },
+	{ "attach", do_attach, CMD_NEEDS_PID, "attach PID [--rate BYTES] [--backend B] [--timeout SECS]",
+	  "interactive shell on a live process (starts sampling if needed)",
+	  "Starts sampling like `start`, then reads shell commands (`help` lists them):\n"
+	  "snapshot, top, diff, ... at the prompt \"(heapsnap) \", with history and Tab\n"
+	  "completion.  Commands can also be piped in, one or more per line separated\n"
+	  "by ';'.  quit, Ctrl-D and the end of piped input stop sampling and unload\n"
+	  "heapsnap (as `heapsnap stop`); detach leaves it sampling.\n"
+	  "  --rate BYTES     mean bytes between samples (default 512K; 1 = every allocation)\n"
+	  "  --backend B      auto or interpose (default auto: interpose)\n"
+	  "  --timeout SECS   deadline for each step of loading (default 5)\n" },
+	{ "shell", do_shell, CMD_NEEDS_FILE, "shell [FILE...]",
+	  "the interactive shell, offline on profile files",
+	  "Loads each FILE as a snapshot named after it; `load FILE` adds more.\n"
+	  "  -j, --json       reports as JSON documents\n" },
+	{ "watch", do_watch, CMD_NEEDS_PID,
+	  "watch PID -o DIR [--interval SECS] [--on-growth BYTES] [--on-peak] [--count N] [--rate BYTES] [--keep] [--timeout SECS]",
+	  "write snapshots of a live process periodically, on growth or on a new peak",
+	  "Files are DIR/heapsnap.PID.YYYYmmddTHHMMSSZ.SEQ.pb.gz (UTC); the first snapshot\n"
+	  "is always written, later ones every interval, or only as the options say.\n"
+	  "One line per written file on stdout (with -j, one JSON object per line).\n"
+	  "Ctrl-C or SIGTERM stops; what watch loaded it unloads.\n"
+	  "  -o, --output DIR    directory for the files (created if missing)\n"
+	  "  --interval SECS     time between snapshots (default 10)\n"
+	  "  --on-growth BYTES   write only when in-use bytes grew by more than BYTES\n"
+	  "                      since the last written file\n"
+	  "  --on-peak           write only on a new high-water mark of in-use bytes\n"
+	  "  --count N           stop after N files\n"
+	  "  --rate BYTES        sampling rate when watch starts sampling (default 512K)\n"
+	  "  --keep              leave heapsnap loaded and sampling afterwards\n"
+	  "  --timeout SECS      deadline for each step of loading (default 5)\n"
+	  "  -j, --json          JSON lines on stdout\n" },
 	{ "top", do_top, CMD_NEEDS_FILE,
 	  "top FILE [-n N] [--cum] [--sample-index I] [--focus RE] [--ignore RE] [--base FILE] [--unit U] [--granularity G]",
 	  "show the call sites holding the most memory",
@@ -245,6 +300,33 @@ static void print_main_help(void)
 	       "2 failed after load (payload may remain), 64 usage error.\n");
 }
 
+/* `help --options CMD`: the options CMD's help lists, one per line ("-n",
+ * "--nodecount"), so the completions and the surface test have one source. */
+static void print_cmd_options(const struct cmd *c)
+{
+	const char *p = c->help;
+
+	while (p && *p) {
+		const char *eol = strchrnul(p, '\n');
+		const char *s = p;
+
+		while (s < eol && *s == ' ')
+			s++;
+		/* option lines look like "  -o, --output FILE  text" */
+		while (s < eol && *s == '-') {
+			const char *e = s;
+			while (e < eol && *e != ' ' && *e != ',' && *e != '=')
+				e++;
+			printf("%.*s\n", (int)(e - s), s);
+			if (e >= eol || *e != ',')
+				break;
+			for (s = e + 1; s < eol && *s == ' '; s++)
+				;
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int i;
@@ -275,6 +357,13 @@ int main(int argc, char **argv)
 		if (i + 1 < argc && !strcmp(argv[i + 1], "--commands")) {
 			for (const struct cmd *c = hs_cmds; c->name; c++)
 				printf("%s\n", c->name);
+			return HS_OK;
+		}
+		if (i + 1 < argc && !strcmp(argv[i + 1], "--options")) {
+			const struct cmd *c = i + 2 < argc ? cmd_find(argv[i + 2]) : NULL;
+			if (!c)
+				return hs_usage_err(NULL, "help --options needs a command name");
+			print_cmd_options(c);
 			return HS_OK;
 		}
 		if (i + 1 < argc) {

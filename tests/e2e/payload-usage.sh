@@ -23,8 +23,8 @@ expect_usage start 1 --rate 0
 expect_usage start 1 --rate lots
 expect_usage start 1 --backend magic
 expect_match "$err" "unknown backend 'magic'" "unknown backend"
-expect_usage start 1 --backend jemalloc
-expect_match "$err" "not available" "backend not available yet"
+expect_usage dump 1 -o x.pb.gz --backend magic
+expect_match "$err" "unknown backend 'magic'" "unknown backend (dump)"
 expect_usage status 1 --rate 1
 expect_usage dump 1
 expect_match "$err" "no output file" "dump without -o"
