@@ -127,7 +127,10 @@ inj_sigs() {
 # glibc installs its internal SIGSETXID (33) and SIGCANCEL (32) handlers at
 # the first pthread_create / pthread_cancel: the injector's worker thread may
 # be the target's first thread, so these two bits may appear in SigCgt (the
-# documented trace of an injection); anything else must be unchanged.
+# documented trace of an injection), and leave SigIgn when the target
+# inherited them ignored (CI's runner starts processes that way: glibc
+# replaces the ignored disposition as it would at the program's own first
+# pthread_create); anything else must be unchanged.
 INJ_SIGCGT_GLIBC=$(( (1 << 31) | (1 << 32) ))
 
 # inj_baseline: record what must come back after an unload: fd and thread
@@ -160,7 +163,8 @@ inj_check_sigs() {
 		while read -r tid b ig c; do
 			[ -n "${base[$tid]:-}" ] || continue
 			read -r bb bi bc <<<"${base[$tid]}"
-			[ "$b" = "$bb" ] && [ "$ig" = "$bi" ] &&
+			[ "$b" = "$bb" ] &&
+				[ $((0x$ig & ~INJ_SIGCGT_GLIBC)) = $((0x$bi & ~INJ_SIGCGT_GLIBC)) ] &&
 				[ $((0x$c & ~INJ_SIGCGT_GLIBC)) = $((0x$bc & ~INJ_SIGCGT_GLIBC)) ] && ok[$tid]=1
 		done < <(inj_sigs "$TGT_PID")
 		left=""
