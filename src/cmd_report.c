@@ -198,3 +198,32 @@ out:
 	prof_free(p);
 	return ret;
 }
+
+int cmd_report_graph(int argc, char **argv, const char *name, enum rep_kind kind)
+{
+	static const struct option opts[] = {
+		CMD_REPORT_OPTS,
+		{ "nodecount", required_argument, NULL, 'n' },
+		{ "cum", no_argument, NULL, OPT_CUM },
+		{ "base", required_argument, NULL, OPT_BASE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cmd_report c;
+	int opt, rc;
+
+	cmd_report_init(&c, name, kind);
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":jn:", opts, NULL)) != -1) {
+		if (opt == 'n')
+			rc = cmd_report_count(&c, optarg);
+		else if (opt == '?' || opt == ':')
+			return cmd_report_bad_option(name, opt, argv);
+		else
+			rc = cmd_report_opt(&c, opt, optarg);
+		if (rc)
+			return HS_USAGE;
+	}
+	if (argc - optind != 1)
+		return hs_usage_err(name, argc - optind ? "too many operands" : "no profile file given");
+	return cmd_report_run(&c, argv[optind]);
+}

@@ -68,6 +68,11 @@ struct profile *cmd_report_load(const char *path);
  * to stdout all at once (nothing on error).  Returns an hs_exit. */
 int cmd_report_run(struct cmd_report *c, const char *path);
 
+/* The whole of a graph report command (`top`, `tree`): parses
+ * CMD_REPORT_OPTS plus -n/--nodecount, --cum and --base, then runs the
+ * report of `kind` on the one FILE operand.  Returns an hs_exit. */
+int cmd_report_graph(int argc, char **argv, const char *name, enum rep_kind kind);
+
 /* Writes what fill() prints into a buffer, then to stdout in one go, so a
  * failure leaves stdout empty.  Returns 0 or -errno. */
 int cmd_report_emit(int (*fill)(FILE *f, void *ctx), void *ctx);
