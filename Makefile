@@ -143,10 +143,16 @@ $(B)/tests/targets/%: tests/targets/%.cc
 # ---- tests ----------------------------------------------------------------
 test-build: all $(UNIT_BINS) $(TARGET_BINS) $(EXTRA_TEST_BINS)
 
-check: test-build
+# The tests drive real tools and allocators: install what is missing first
+# (as root; otherwise deps.sh prints the apt-get line and stops).
+check:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory B=$(B) test-build
 	@HEAPSNAP_BUILD=$(CURDIR)/$(B) tests/run.sh
 
-check-long: test-build
+check-long:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory B=$(B) test-build
 	@HEAPSNAP_LONG=1 HEAPSNAP_BUILD=$(CURDIR)/$(B) tests/run.sh
 
 deps:
