@@ -233,27 +233,6 @@ char proc_task_state(pid_t pid, pid_t tid)
 	return p && p[1] == ' ' ? p[2] : 0;
 }
 
-long proc_task_syscall(pid_t pid, pid_t tid)
-{
-	char path[80], buf[256];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -2;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -2;
-	buf[n] = 0;
-	if (!strncmp(buf, "running", 7))
-		return -1;
-	if (buf[0] < '0' || buf[0] > '9')
-		return -2;
-	return strtol(buf, NULL, 10);
-}
 
 int proc_open_mapped(pid_t pid, const struct proc_map *mp)
 {
@@ -282,6 +261,12 @@ int proc_open_mapped(pid_t pid, const struct proc_map *mp)
 }
 
 static long task_syscall(pid_t pid, pid_t tid, uint64_t *arg0, uint64_t *spp, uint64_t *pc);
+
+long proc_task_syscall(pid_t pid, pid_t tid)
+{
+	uint64_t a0, sp, pc;
+	return task_syscall(pid, tid, &a0, &sp, &pc);
+}
 
 long proc_task_syscall_full(pid_t pid, pid_t tid, uint64_t *arg0, uint64_t *pc)
 {

@@ -287,8 +287,15 @@ static void snap_free(struct snap *s)
 	free(s->stacks);
 }
 
-static int append(void **arr, size_t *n, size_t *cap, size_t elem, const void *src, size_t k)
+/* Appends a frame of whole records of `elem` bytes (len bytes at src) to a
+ * growing array; -EPROTO when len is not a whole number of records. */
+static int append_recs(void **arr, size_t *n, size_t *cap, size_t elem, const void *src,
+		       size_t len)
 {
+	size_t k = len / elem;
+
+	if (len % elem)
+		return -EPROTO;
 	if (*n + k > *cap) {
 		size_t ncap = *cap ? *cap : 1024;
 		while (ncap < *n + k)
@@ -382,20 +389,12 @@ static int read_snapshot(struct live_conn *c, struct snap *s, struct profile *p)
 			ret = prof_load_proc_maps(p, c->pid);
 			break;
 		case HSP_FRAME_LIVE:
-			if (f.len % sizeof(struct hsp_live_rec))
-				ret = -EPROTO;
-			else
-				ret = append((void **)&s->live, &s->nlive, &s->live_cap,
-					     sizeof(struct hsp_live_rec), buf,
-					     f.len / sizeof(struct hsp_live_rec));
+			ret = append_recs((void **)&s->live, &s->nlive, &s->live_cap,
+					  sizeof(struct hsp_live_rec), buf, f.len);
 			break;
 		case HSP_FRAME_ALLOC:
-			if (f.len % sizeof(struct hsp_alloc_rec))
-				ret = -EPROTO;
-			else
-				ret = append((void **)&s->alloc, &s->nalloc, &s->alloc_cap,
-					     sizeof(struct hsp_alloc_rec), buf,
-					     f.len / sizeof(struct hsp_alloc_rec));
+			ret = append_recs((void **)&s->alloc, &s->nalloc, &s->alloc_cap,
+					  sizeof(struct hsp_alloc_rec), buf, f.len);
 			break;
 		case HSP_FRAME_STACK:
 			ret = parse_stacks(s, buf, f.len);
