@@ -677,7 +677,13 @@ static void test_restore(const char *test, const char *prog)
 		fail(test, "file mappings differ after unload:\n--- before\n%s--- after\n%s",
 		     maps0 ? maps0 : "?", maps1 ? maps1 : "?");
 	free(maps1);
+	/* The threads that unload ends (control thread, injector worker) may
+	 * still be leaving the kernel's task list: wait for it, bounded. */
 	int tasks1 = count_tasks(t.pid);
+	for (int i = 0; i < 200 && tasks1 != tasks0; i++) {
+		usleep(10000);
+		tasks1 = count_tasks(t.pid);
+	}
 	if (tasks1 != tasks0)
 		fail(test, "%d threads after unload, %d before", tasks1, tasks0);
 	free(during.v);
