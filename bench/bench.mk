@@ -8,7 +8,8 @@ BENCH_LIBS_glibc :=
 BENCH_LIBS_jemalloc := -ljemalloc
 BENCH_LIBS_tcmalloc := -ltcmalloc
 BENCH_LIBS_mimalloc := -lmimalloc
-BENCH_BINS := $(BENCH_ALLOCS:%=$(BENCH_DIR)/mh_%) $(BENCH_DIR)/cxx_churn $(BENCH_DIR)/heap
+BENCH_BINS := $(BENCH_ALLOCS:%=$(BENCH_DIR)/mh_%) $(BENCH_DIR)/cxx_churn $(BENCH_DIR)/heap \
+	$(BENCH_DIR)/symbench
 
 # The allocator is linked (--no-as-needed: mh calls only malloc/free, which
 # would otherwise bind to whichever library the linker met first).
@@ -27,6 +28,13 @@ $(BENCH_DIR)/cxx_churn: bench/workloads/cxx_churn.cc bench/workloads/probe.h
 	$(call msg,CXX,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CXX) -std=gnu++17 -O2 -g -Wall -Wextra -o $@ $< -lpthread
+
+# Figure 4's measuring program: heapsnap's own symbolizer, linked as the
+# unit tests are.
+$(BENCH_DIR)/symbench: bench/symbench.c $(CORE_LIB) $(INJ_LIB)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_LIB) $(INJ_LIB) $(LIBS)
 
 # Built by test-build too: tests/e2e/bench-smoke.sh runs the driver briefly.
 EXTRA_TEST_BINS += $(BENCH_BINS)

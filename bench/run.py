@@ -3,7 +3,7 @@
 
 Environment: HEAPSNAP_BUILD (build dir, required), BENCH_SECONDS (measured
 phase, default 2), BENCH_RUNS (interleaved runs per comparison, default 3),
-BENCH_ONLY (comma list of figures: 1,2,3,5,6; default all), BENCH_SMOKE=1
+BENCH_ONLY (comma list of figures: 1,2,3,4,5,6; default all), BENCH_SMOKE=1
 (one workload, no comparators but heapsnap), BENCH_OUT (results dir,
 default bench/results).  Every figure is a median with min and max over the
 runs; throughput is a ratio of adjacent, alternately ordered runs.
@@ -419,6 +419,69 @@ def figure3():
             "rows": rows}
 
 
+# ---- figure 4: symbolization -----------------------------------------------------
+
+# (label, symbench -m NAME or None for the executable, addresses).  cxx_churn
+# is the C++ row: built -O2 -g, its few functions are mostly inlined
+# std::map/std::string/std::vector code, so an address resolves to a chain of
+# inlined frames as in a real C++ heap profile.  Its text is only 8 KiB, so
+# every byte of it is an address.  The libraries are the large-binary rows:
+# libstdc++ (ELF symbols only, unless its debug package is installed) and libc
+# (DWARF from libc6-dbg's separate debug file when installed: C, but 1.4 MB of
+# -O2 code with inlines).
+SYM_ROWS = [("cxx_churn", None, 100000), ("libstdc++", "libstdc++.so", 20000), ("libc", "libc.so", 20000)]
+
+
+def symbench(pid, name, count):
+    argv = [os.path.join(BIN, "symbench"), "-n", str(count)] + (["-m", name] if name else []) + [str(pid)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if r.returncode:
+        raise RuntimeError("symbench %s: %s" % (name or "", r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def figure4():
+    res = {label: [] for label, _, _ in SYM_ROWS}
+    for run in range(RUNS):
+        # A fresh process and a fresh session (sym_open_pid) each run, so
+        # cold includes libdwfl opening the ELF and DWARF files and indexing
+        # them.  The OS page cache holding those files is warm after the
+        # first run and is not dropped.
+        t = Target([os.path.join(BIN, "cxx_churn"), "1"])
+        try:
+            # Stopped while measured: the symbolizer only reads /proc and the
+            # files, and the churning worker would compete for the CPUs.
+            os.kill(t.pid, signal.SIGSTOP)
+            for label, name, count in SYM_ROWS:
+                res[label].append(symbench(t.pid, name, count))
+        finally:
+            os.kill(t.pid, signal.SIGCONT)
+            t.stop()
+    rows = []
+    for label, _, _ in SYM_ROWS:
+        rs = res[label]
+        last = rs[-1]
+        rows.append({"binary": label, "mapping": last["mapping"], "mapping_bytes": last["mapping_bytes"],
+                     "debug_info": "DWARF" if last["dwarf_lines"] else "ELF symbols",
+                     "inline_frames": last["inline_frames"], "locations": last["locations"],
+                     "named_locations": last["named_locations"], "frames": last["frames"],
+                     "cold_frames_per_s": summary([x["cold_frames_per_s"] for x in rs]),
+                     "warm_frames_per_s": summary([x["warm_frames_per_s"] for x in rs]),
+                     "cold_ms": summary([x["cold_s"] * 1e3 for x in rs]),
+                     "warm_ms": summary([x["warm_s"] * 1e3 for x in rs])})
+        r = rows[-1]
+        print("  %-10s %-11s %6d locations, %6d frames: cold %s k frames/s (%s ms), warm %s k frames/s (%s ms)" % (
+            r["binary"], r["debug_info"], r["locations"], r["frames"], fmt_s(r["cold_frames_per_s"], "%.0f", 1e-3),
+            fmt_s(r["cold_ms"], "%.1f"), fmt_s(r["warm_frames_per_s"], "%.0f", 1e-3), fmt_s(r["warm_ms"], "%.1f")),
+            flush=True)
+    return {"figure": 4, "title": "symbolization of a live process (bench/symbench): frames per second",
+            "runs": RUNS, "note": "cold: sym_open_pid + sym_profile on a new session in a new process; warm: "
+            "the same addresses again in that session (its per-address cache); frames count inlined frames, "
+            "one line each; addresses evenly spread over the executable mapping (every byte of cxx_churn's); "
+            "the OS page cache is warm after the first run",
+            "rows": rows}
+
+
 # ---- figure 5: memory ------------------------------------------------------------
 
 def rss_kb(pid):
@@ -516,7 +579,7 @@ def figure6():
 
 
 FIGURES = [("1", "throughput", figure1), ("2", "attach", figure2), ("3", "snapshot", figure3),
-           ("5", "memory", figure5), ("6", "accuracy", figure6)]
+           ("4", "symbolize", figure4), ("5", "memory", figure5), ("6", "accuracy", figure6)]
 
 
 def main():
