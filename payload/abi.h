@@ -22,7 +22,7 @@
  */
 
 #define HSP_SOCK_PREFIX "heapsnap."
-#define HSP_ABI_VERSION 1
+#define HSP_ABI_VERSION 2
 #define HSP_REQ_MAGIC   0x51505348u /* "HSPQ" */
 #define HSP_RESP_MAGIC  0x52505348u /* "HSPR" */
 #define HSP_FRAME_MAGIC 0x46505348u /* "HSPF" */
@@ -64,11 +64,11 @@ enum hsp_state {
 };
 
 enum hsp_unwinder {
-	HSP_UNW_AUTO = 0,       /* libunwind if the process has it, else libgcc */
+	HSP_UNW_AUTO = 0,       /* libunwind if installed, else libgcc */
 	HSP_UNW_BACKTRACE = 1,  /* glibc backtrace() */
 	HSP_UNW_FP = 2,         /* frame-pointer walk (for measurements) */
 	HSP_UNW_GCC = 3,        /* libgcc _Unwind_Backtrace */
-	HSP_UNW_LIBUNWIND = 4,  /* libunwind's unw_backtrace, only if already loaded */
+	HSP_UNW_LIBUNWIND = 4,  /* libunwind's unw_backtrace (loaded, NODELETE, if missing) */
 };
 
 /* hsp_start() flags */
@@ -107,13 +107,13 @@ struct hsp_status {
  * Snapshot stream: frames, each a struct hsp_frame then `len` bytes:
  *   HSP_FRAME_BEGIN  struct hsp_snap_begin
  *   HSP_FRAME_LIVE   n x struct hsp_live_rec    one per sampled live object
- *   HSP_FRAME_ALLOC  n x struct hsp_alloc_rec   cumulative, per (stack, size, rate)
+ *   HSP_FRAME_ALLOC  n x struct hsp_alloc_rec   cumulative, per stack, unbiased
  *   HSP_FRAME_STACK  n x (struct hsp_stack_rec + depth x uint64_t pc)
  *   HSP_FRAME_END    struct hsp_snap_end        counts, for the client to check
  * Stack ids referenced by LIVE and ALLOC records all appear in STACK frames.
  * Every pc is a return address (the payload's own frames are dropped), leaf
  * first: the caller of the allocator is pcs[0].
- * Counts are raw sampled counts; the client unbiases each record with
+ * Live records are raw samples; the client unbiases each with
  * p = 1 - exp(-size / rate) (FORMATS.md section 6).
  */
 #define HSP_FRAME_MAX (1u << 20)     /* largest frame body */
@@ -151,10 +151,14 @@ struct hsp_live_rec {
 	uint32_t tid;
 };
 
+/* Cumulative totals of one stack since start (or reset), already unbiased
+ * by the payload: every sample of n bytes at rate R adds 1/p and n/p,
+ * p = 1 - exp(-n/R), so the table stays one entry per stack whatever the
+ * sizes and rates. */
 struct hsp_alloc_rec {
-	uint64_t size;
-	uint64_t rate;
-	uint64_t count;         /* sampled allocations of this size at this stack */
+	double objects;         /* estimated allocations */
+	double bytes;           /* estimated bytes */
+	uint64_t samples;       /* raw sampled allocations */
 	uint32_t stack;
 	uint32_t reserved;
 };

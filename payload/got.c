@@ -176,6 +176,7 @@ static bool slot_write(const struct dl_phdr_info *info, uintptr_t addr, uintptr_
 	int prot = nprots ? page_prot(addr) : phdr_prot(info, addr);
 	uintptr_t page = addr & ~(uintptr_t)(pagesz - 1);
 
+	scrub_note();
 	if (prot < 0 || !(prot & PROT_READ))
 		return false;
 	if (!(prot & PROT_WRITE) && mprotect((void *)page, pagesz, prot | PROT_WRITE) != 0)
@@ -239,6 +240,7 @@ static void on_reloc(uintptr_t slot, bool jump_slot, const char *name, void *ctx
 
 	if (i < 0 || (slot & (sizeof(uintptr_t) - 1)))
 		return;
+	scrub_note();
 	uintptr_t real = (uintptr_t)hk_real[i], hook = (uintptr_t)hk_defs[i].hook;
 	if (!real || hk_fwd[i] || (s->skip_c && hk_defs[i].layer == HKL_C))
 		return;
@@ -291,6 +293,7 @@ struct pass {
 
 static void mod_patch(const struct dl_phdr_info *info, struct pass *ps)
 {
+	scrub_note();
 	struct mod *m = arena_alloc(sizeof(*m));
 	if (!m)
 		return;
@@ -333,6 +336,7 @@ static void mod_restore(const struct dl_phdr_info *info, struct mod *m, bool fwd
 {
 	uint32_t kept = 0;
 
+	scrub_note();
 	for (uint32_t i = 0; i < m->nslots; i++) {
 		const struct slot *sl = &m->slots[i];
 		if (fwd_only && !hk_fwd[sl->sym]) {
@@ -382,15 +386,6 @@ static int pass_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* Wipes the stack area the patch pass used: a hook address left there in a
- * dead frame would look like a copied function pointer to the unload scan. */
-static __attribute__((noinline)) void scrub_stack(void)
-{
-	volatile char buf[16384];
-	memset((char *)buf, 0, sizeof(buf));
-	__asm__ volatile("" : : "r"(buf) : "memory");
-}
-
 static void forget_unseen(void)
 {
 	struct mod **pp = &mods;
@@ -436,7 +431,7 @@ int got_patch_all(void)
 	}
 	maps_free();
 	pthread_mutex_unlock(&patch_lock);
-	scrub_stack();
+	payload_scrub();
 	return 0;
 }
 
@@ -478,7 +473,7 @@ int got_restore_all(void)
 	n_modules = n_slots = 0;
 	maps_free();
 	pthread_mutex_unlock(&patch_lock);
-	scrub_stack();
+	payload_scrub();
 	return 0;
 }
 

@@ -141,7 +141,7 @@ static void record(const void *p, size_t n, uint64_t rate)
 	}
 	if (!t->tid)
 		t->tid = (int32_t)syscall(SYS_gettid);
-	struct live_rec r = { n, rate, payload_now_ns(), sid, (uint32_t)t->tid };
+	struct live_rec r = { n, rate, payload_coarse_ns(), sid, (uint32_t)t->tid };
 	table_record(p, &r);
 	ADD_RELAXED(&hsp_g.hooked_calls, 1);
 }
@@ -651,47 +651,63 @@ static int hook_dlclose(void *h)
 
 /* ---- the table ---------------------------------------------------------- */
 
-const struct hk_def hk_defs[HK_NSYMS] = {
-	[HK_MALLOC] = { "malloc", (void *)hook_malloc, HKL_C },
-	[HK_CALLOC] = { "calloc", (void *)hook_calloc, HKL_C },
-	[HK_REALLOC] = { "realloc", (void *)hook_realloc, HKL_C },
-	[HK_REALLOCARRAY] = { "reallocarray", (void *)hook_reallocarray, HKL_C },
-	[HK_FREE] = { "free", (void *)hook_free, HKL_C },
-	[HK_POSIX_MEMALIGN] = { "posix_memalign", (void *)hook_posix_memalign, HKL_C },
-	[HK_ALIGNED_ALLOC] = { "aligned_alloc", (void *)hook_aligned_alloc, HKL_C },
-	[HK_MEMALIGN] = { "memalign", (void *)hook_memalign, HKL_C },
-	[HK_VALLOC] = { "valloc", (void *)hook_valloc, HKL_C },
-	[HK_PVALLOC] = { "pvalloc", (void *)hook_pvalloc, HKL_C },
-	[HK_FREE_SIZED] = { "free_sized", (void *)hook_free_sized, HKL_C },
-	[HK_FREE_ALIGNED_SIZED] = { "free_aligned_sized", (void *)hook_free_aligned_sized, HKL_C },
-	[HK_NEW] = { "_Znwm", (void *)hook_new, HKL_CXX },
-	[HK_NEW_A] = { "_Znam", (void *)hook_new_a, HKL_CXX },
-	[HK_NEW_NT] = { "_ZnwmRKSt9nothrow_t", (void *)hook_new_nt, HKL_CXX },
-	[HK_NEW_A_NT] = { "_ZnamRKSt9nothrow_t", (void *)hook_new_a_nt, HKL_CXX },
-	[HK_NEW_AL] = { "_ZnwmSt11align_val_t", (void *)hook_new_al, HKL_CXX },
-	[HK_NEW_A_AL] = { "_ZnamSt11align_val_t", (void *)hook_new_a_al, HKL_CXX },
-	[HK_NEW_AL_NT] = { "_ZnwmSt11align_val_tRKSt9nothrow_t", (void *)hook_new_al_nt, HKL_CXX },
-	[HK_NEW_A_AL_NT] = { "_ZnamSt11align_val_tRKSt9nothrow_t", (void *)hook_new_a_al_nt, HKL_CXX },
-	[HK_DEL] = { "_ZdlPv", (void *)hook_del, HKL_CXX },
-	[HK_DEL_A] = { "_ZdaPv", (void *)hook_del_a, HKL_CXX },
-	[HK_DEL_SZ] = { "_ZdlPvm", (void *)hook_del_sz, HKL_CXX },
-	[HK_DEL_A_SZ] = { "_ZdaPvm", (void *)hook_del_a_sz, HKL_CXX },
-	[HK_DEL_NT] = { "_ZdlPvRKSt9nothrow_t", (void *)hook_del_nt, HKL_CXX },
-	[HK_DEL_A_NT] = { "_ZdaPvRKSt9nothrow_t", (void *)hook_del_a_nt, HKL_CXX },
-	[HK_DEL_AL] = { "_ZdlPvSt11align_val_t", (void *)hook_del_al, HKL_CXX },
-	[HK_DEL_A_AL] = { "_ZdaPvSt11align_val_t", (void *)hook_del_a_al, HKL_CXX },
-	[HK_DEL_SZ_AL] = { "_ZdlPvmSt11align_val_t", (void *)hook_del_sz_al, HKL_CXX },
-	[HK_DEL_A_SZ_AL] = { "_ZdaPvmSt11align_val_t", (void *)hook_del_a_sz_al, HKL_CXX },
-	[HK_DEL_AL_NT] = { "_ZdlPvSt11align_val_tRKSt9nothrow_t", (void *)hook_del_al_nt, HKL_CXX },
-	[HK_DEL_A_AL_NT] = { "_ZdaPvSt11align_val_tRKSt9nothrow_t", (void *)hook_del_a_al_nt, HKL_CXX },
-	[HK_MALLOCX] = { "mallocx", (void *)hook_mallocx, HKL_JE },
-	[HK_RALLOCX] = { "rallocx", (void *)hook_rallocx, HKL_JE },
-	[HK_XALLOCX] = { "xallocx", (void *)hook_xallocx, HKL_JE },
-	[HK_SDALLOCX] = { "sdallocx", (void *)hook_sdallocx, HKL_JE },
-	[HK_DALLOCX] = { "dallocx", (void *)hook_dallocx, HKL_JE },
-	[HK_DLOPEN] = { "dlopen", (void *)hook_dlopen, HKL_DL },
-	[HK_DLCLOSE] = { "dlclose", (void *)hook_dlclose, HKL_DL },
-};
+/*
+ * The hooks' entry addresses are filled in at run time, never by a
+ * relocation: the dynamic linker would otherwise compute each one while
+ * loading us and could leave it in a dead stack frame of the loading
+ * thread, where the unload scan (payload.c) would take it for a copy of a
+ * hook's address kept by the program.
+ */
+#define HK_LIST(X) \
+	X(HK_MALLOC, "malloc", hook_malloc, HKL_C) \
+	X(HK_CALLOC, "calloc", hook_calloc, HKL_C) \
+	X(HK_REALLOC, "realloc", hook_realloc, HKL_C) \
+	X(HK_REALLOCARRAY, "reallocarray", hook_reallocarray, HKL_C) \
+	X(HK_FREE, "free", hook_free, HKL_C) \
+	X(HK_POSIX_MEMALIGN, "posix_memalign", hook_posix_memalign, HKL_C) \
+	X(HK_ALIGNED_ALLOC, "aligned_alloc", hook_aligned_alloc, HKL_C) \
+	X(HK_MEMALIGN, "memalign", hook_memalign, HKL_C) \
+	X(HK_VALLOC, "valloc", hook_valloc, HKL_C) \
+	X(HK_PVALLOC, "pvalloc", hook_pvalloc, HKL_C) \
+	X(HK_FREE_SIZED, "free_sized", hook_free_sized, HKL_C) \
+	X(HK_FREE_ALIGNED_SIZED, "free_aligned_sized", hook_free_aligned_sized, HKL_C) \
+	X(HK_NEW, "_Znwm", hook_new, HKL_CXX) \
+	X(HK_NEW_A, "_Znam", hook_new_a, HKL_CXX) \
+	X(HK_NEW_NT, "_ZnwmRKSt9nothrow_t", hook_new_nt, HKL_CXX) \
+	X(HK_NEW_A_NT, "_ZnamRKSt9nothrow_t", hook_new_a_nt, HKL_CXX) \
+	X(HK_NEW_AL, "_ZnwmSt11align_val_t", hook_new_al, HKL_CXX) \
+	X(HK_NEW_A_AL, "_ZnamSt11align_val_t", hook_new_a_al, HKL_CXX) \
+	X(HK_NEW_AL_NT, "_ZnwmSt11align_val_tRKSt9nothrow_t", hook_new_al_nt, HKL_CXX) \
+	X(HK_NEW_A_AL_NT, "_ZnamSt11align_val_tRKSt9nothrow_t", hook_new_a_al_nt, HKL_CXX) \
+	X(HK_DEL, "_ZdlPv", hook_del, HKL_CXX) \
+	X(HK_DEL_A, "_ZdaPv", hook_del_a, HKL_CXX) \
+	X(HK_DEL_SZ, "_ZdlPvm", hook_del_sz, HKL_CXX) \
+	X(HK_DEL_A_SZ, "_ZdaPvm", hook_del_a_sz, HKL_CXX) \
+	X(HK_DEL_NT, "_ZdlPvRKSt9nothrow_t", hook_del_nt, HKL_CXX) \
+	X(HK_DEL_A_NT, "_ZdaPvRKSt9nothrow_t", hook_del_a_nt, HKL_CXX) \
+	X(HK_DEL_AL, "_ZdlPvSt11align_val_t", hook_del_al, HKL_CXX) \
+	X(HK_DEL_A_AL, "_ZdaPvSt11align_val_t", hook_del_a_al, HKL_CXX) \
+	X(HK_DEL_SZ_AL, "_ZdlPvmSt11align_val_t", hook_del_sz_al, HKL_CXX) \
+	X(HK_DEL_A_SZ_AL, "_ZdaPvmSt11align_val_t", hook_del_a_sz_al, HKL_CXX) \
+	X(HK_DEL_AL_NT, "_ZdlPvSt11align_val_tRKSt9nothrow_t", hook_del_al_nt, HKL_CXX) \
+	X(HK_DEL_A_AL_NT, "_ZdaPvSt11align_val_tRKSt9nothrow_t", hook_del_a_al_nt, HKL_CXX) \
+	X(HK_MALLOCX, "mallocx", hook_mallocx, HKL_JE) \
+	X(HK_RALLOCX, "rallocx", hook_rallocx, HKL_JE) \
+	X(HK_XALLOCX, "xallocx", hook_xallocx, HKL_JE) \
+	X(HK_SDALLOCX, "sdallocx", hook_sdallocx, HKL_JE) \
+	X(HK_DALLOCX, "dallocx", hook_dallocx, HKL_JE) \
+	X(HK_DLOPEN, "dlopen", hook_dlopen, HKL_DL) \
+	X(HK_DLCLOSE, "dlclose", hook_dlclose, HKL_DL)
+
+#define HK_DEF(sym, name, fn, layer) [sym] = { name, NULL, layer },
+struct hk_def hk_defs[HK_NSYMS] = { HK_LIST(HK_DEF) };
+
+void hook_fill(void)
+{
+	scrub_note();
+#define HK_FILL(sym, name, fn, layer) hk_defs[sym].hook = (void *)fn;
+	HK_LIST(HK_FILL)
+}
 
 bool hook_is_entry(uintptr_t v)
 {

@@ -32,8 +32,32 @@ struct hsp_tls {
 	int32_t tid;            /* cached gettid(), 0 unknown */
 	uint32_t probe;         /* hook_probe(): 1 probing, 2 a hook was reached */
 	uintptr_t stack_hi;     /* top of this thread's stack (frame-pointer walk only) */
+	uintptr_t scrub_lo;     /* deepest stack pointer of code holding hook addresses, 0 none */
 };
 extern __thread struct hsp_tls hsp_tls __attribute__((tls_model("initial-exec")));
+
+/*
+ * Stack hygiene.  The unload scan (payload.c) refuses to unload while any
+ * writable memory holds a hook's entry address, dead stack included (a
+ * thread's cached stack, the part below a stack pointer): our own code
+ * must not leave them there.  Code that holds hook addresses calls
+ * scrub_note(); the outermost caller then calls payload_scrub(), which
+ * zeroes the stack from its frame down to the deepest point noted.
+ */
+static inline __attribute__((always_inline)) void scrub_note(void)
+{
+	uintptr_t sp;
+#if defined(__x86_64__)
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+	__asm__ volatile("mov %0, sp" : "=r"(sp));
+#else
+	sp = (uintptr_t)__builtin_frame_address(0) - 1024;
+#endif
+	if (!hsp_tls.scrub_lo || sp < hsp_tls.scrub_lo)
+		hsp_tls.scrub_lo = sp;
+}
+void payload_scrub(void);
 
 /* Largest rate: rate and generation share one word (payload.c). */
 #define HSP_RATE_MAX (((uint64_t)1 << 40) - 1)
@@ -68,6 +92,9 @@ static inline uint64_t rg_rate(uint64_t rg) { return rg & HSP_RATE_MAX; }
 static inline uint32_t rg_gen(uint64_t rg) { return (uint32_t)(rg >> 40); }
 
 uint64_t payload_now_ns(void);
+/* The same clock at the kernel tick's resolution (a few ms), for stamping
+ * samples: a quarter of the cost. */
+uint64_t payload_coarse_ns(void);
 /* Sets the rate (1..HSP_RATE_MAX) and starts a new generation: every thread
  * redraws its countdown at its next slow path. */
 void payload_set_rate(uint64_t rate);
@@ -97,9 +124,13 @@ extern uint64_t mem_cap;
 int64_t sampler_draw(uint64_t rate);
 /* ln(x) for x > 0 without libm. */
 double sampler_log(double x);
+/* 1/p, p = 1 - exp(-size/rate): what one sample of `size` bytes stands for
+ * (1 at rate <= 1 and for size 0, as the client's prof_sample_prob). */
+double sampler_weight(uint64_t size, uint64_t rate);
 
 /* ---- stacks (stack.c) ----------------------------------------------- */
 #define STACK_NONE UINT32_MAX
+#define STACK_MAX_IDS (1u << 22)   /* the depot's capacity: ids are 0 .. this - 1 */
 int stack_init(unsigned unwinder);
 void stack_fini(void);
 /* Fills pcs with return addresses, leaf first, the payload's frames
@@ -221,7 +252,9 @@ struct hk_def {
 	void *hook;
 	uint8_t layer;
 };
-extern const struct hk_def hk_defs[HK_NSYMS];
+extern struct hk_def hk_defs[HK_NSYMS];
+/* Fills hk_defs[].hook (before anything reads it). */
+void hook_fill(void);
 extern void *hk_real[HK_NSYMS];
 /* Real functions that call another hooked entry point themselves: their
  * slots stay unpatched (hook.c explains). */

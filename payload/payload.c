@@ -33,6 +33,13 @@ uint64_t payload_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t payload_coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -148,6 +155,7 @@ HSP_EXPORT long hsp_start(long rate, long flags)
 	uint32_t guard = hsp_tls.guard;
 	hsp_tls.guard = 1;
 	pthread_mutex_lock(&hsp_g.state_lock);
+	hook_fill();
 	uint32_t st = hsp_g.state;
 	if (st == HSP_STATE_SAMPLING || st == HSP_STATE_PAUSED) {
 		ret = -EALREADY;
@@ -208,6 +216,7 @@ HSP_EXPORT long hsp_start(long rate, long flags)
 	}
 	pthread_mutex_unlock(&hsp_g.state_lock);
 	hsp_tls.guard = guard;
+	payload_scrub();
 	return ret == -ESRCH ? 0 : ret;
 out:
 	pthread_mutex_unlock(&hsp_g.state_lock);
@@ -439,6 +448,8 @@ static long scan_escaped(void)
 
 	if (!buf)
 		return 0;
+	scrub_note();
+	hook_fill(); /* also when never started */
 	for (int i = 0; i < HK_NSYMS; i++) {
 		uintptr_t a = (uintptr_t)hk_defs[i].hook;
 		lo = a < lo ? a : lo;
@@ -542,6 +553,7 @@ out:
 HSP_EXPORT long hsp_prepare_unload(void)
 {
 	int ret = payload_unhook_and_drain();
+	payload_scrub();
 	/* When we must stay, the control thread stays too, to say why. */
 	if (ret)
 		return ret;
@@ -549,6 +561,26 @@ HSP_EXPORT long hsp_prepare_unload(void)
 	if (ret)
 		pin_self(); /* it is still running our code */
 	return ret;
+}
+
+/* The margin below the deepest noted stack pointer: a leaf function's red
+ * zone. */
+#define SCRUB_MARGIN 128
+
+__attribute__((noinline)) void payload_scrub(void)
+{
+	uintptr_t lo = hsp_tls.scrub_lo, here = (uintptr_t)__builtin_frame_address(0);
+
+	hsp_tls.scrub_lo = 0;
+	if (!lo || lo >= here || here - lo > ((size_t)1 << 20))
+		return;
+	/* alloca moves the stack pointer over the area first: zeroing below
+	 * the stack pointer would race a signal handler's frame.  The area
+	 * was in use by this thread moments ago, so it is mapped. */
+	size_t n = here - lo + SCRUB_MARGIN;
+	char *buf = __builtin_alloca(n);
+	memset(buf, 0, n);
+	__asm__ volatile("" : : "r"(buf) : "memory");
 }
 
 /* dlclose, or the process exiting.  Memory goes only once drained; if the

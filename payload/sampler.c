@@ -75,3 +75,34 @@ int64_t sampler_draw(uint64_t rate)
 		c++;
 	return c < 1 ? 1 : c;
 }
+
+/* 1 - exp(-x) for x >= 0, without libm: halve x below 1/2, sum e^-x's
+ * series, square back (relative error ~1e-14 for x < 40). */
+static double one_minus_exp_neg(double x)
+{
+	int m = 0;
+
+	if (x < 1e-4)
+		return x * (1 - x / 2 * (1 - x / 3 * (1 - x / 4)));
+	if (x > 40)
+		return 1;
+	while (x > 0.5) {
+		x *= 0.5;
+		m++;
+	}
+	double term = 1, e = 1;
+	for (int k = 1; k < 20; k++) {
+		term *= -x / k;
+		e += term;
+	}
+	while (m--)
+		e *= e;
+	return 1 - e;
+}
+
+double sampler_weight(uint64_t size, uint64_t rate)
+{
+	if (rate <= 1 || size == 0)
+		return 1;
+	return 1 / one_minus_exp_neg((double)size / (double)rate);
+}

@@ -8,9 +8,9 @@
 
 /* ---- capture ------------------------------------------------------------ */
 
-/* libgcc's unwinder, reached through the copy glibc's backtrace() loaded,
- * and libunwind's when the process has it (RTLD_NOLOAD both: we never add
- * a library the target did not have).  Measured at 25 frames (pl_bench):
+/* libgcc's unwinder, reached through the copy glibc's backtrace() loaded
+ * (RTLD_NOLOAD), and libunwind's (loaded if the process lacks it, unless
+ * another unwinder was asked for: see stack_init).  Measured at 25 frames (pl_bench):
  * libgcc ~120 ns/frame (it decodes the FDE of every frame every time),
  * libunwind ~7 ns/frame (it caches), frame pointers ~2 ns/frame (wrong
  * without %rbp in every frame, as in distro libc and -O2 code). */
@@ -146,8 +146,8 @@ int stack_capture(uintptr_t *pcs)
  * so the depot costs what it holds. */
 #define CHUNK_BITS 16
 #define CHUNK_IDS (1u << CHUNK_BITS)
-#define NCHUNKS 64
-#define STACK_MAX (NCHUNKS * CHUNK_IDS)
+#define NCHUNKS (STACK_MAX_IDS / CHUNK_IDS)
+#define STACK_MAX STACK_MAX_IDS
 #define NBUCKETS (1u << 16)
 
 struct stk {
@@ -265,8 +265,18 @@ int stack_init(unsigned unwinder)
 				unw_backtrace = NULL;
 		}
 	}
-	if (!lu_handle) {
-		lu_handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD);
+	if (!lu_handle && unwinder != HSP_UNW_GCC && unwinder != HSP_UNW_BACKTRACE &&
+	    unwinder != HSP_UNW_FP) {
+		/* libunwind gives every thread that unwinds a cache freed by a
+		 * pthread key destructor at thread exit: once used, it must stay
+		 * mapped for the life of the process, so it is made NODELETE
+		 * (also when the program had it, which might dlclose it).  When
+		 * the program does not have it, AUTO loads it: 10-15 times
+		 * faster than libgcc's unwinder, which decodes every frame's FDE
+		 * on every sample. */
+		lu_handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+		if (!lu_handle)
+			lu_handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 		if (lu_handle)
 			lu_backtrace = (int (*)(void **, int))dlsym(lu_handle, "unw_backtrace");
 	}
@@ -285,7 +295,7 @@ int stack_init(unsigned unwinder)
 
 void stack_fini(void)
 {
-	for (int i = 0; i < NCHUNKS; i++) {
+	for (unsigned i = 0; i < NCHUNKS; i++) {
 		if (chunks[i])
 			mem_unmap(chunks[i], CHUNK_IDS * sizeof(*chunks[i]));
 		chunks[i] = NULL;

@@ -1,4 +1,4 @@
-/* table.c - the live-sample table (pointer -> record, lock-free probes for free()) and cumulative per-(stack, size) totals. */
+/* table.c - the live-sample table (pointer -> record, lock-free probes for free()) and cumulative per-stack totals. */
 #include <errno.h>
 #include <string.h>
 #include <sys/types.h>
@@ -21,10 +21,18 @@
 #define LT_MIN_CAP 4096
 #define CHUNK_SLOTS 4096
 
+/*
+ * Cumulative totals: one entry per stack id, already unbiased, so the table
+ * is bounded by the stack depot however many sizes and rates it sees.  Ids
+ * are dense: a two-level array, chunks mapped on first use.
+ */
+#define CUM_CHUNK_BITS 12
+#define CUM_CHUNK (1u << CUM_CHUNK_BITS)
+#define CUM_NCHUNKS (STACK_MAX_IDS >> CUM_CHUNK_BITS)
+
 struct cum_ent {
-	uint64_t size, rate, count;
-	uint32_t stack;
-	uint32_t used;
+	double objects, bytes;
+	uint64_t samples;
 };
 
 static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
@@ -32,9 +40,9 @@ struct ltab *table_cur;         /* published with release stores */
 #define cur table_cur
 static struct ltab *retired;
 static uint64_t live_bytes;
-static struct cum_ent *cum;
-static size_t cum_cap, cum_n;
-static uint64_t cum_gen;        /* bumped when `cum` is rebuilt or cleared */
+static struct cum_ent *cum[CUM_NCHUNKS];
+static uint32_t cum_hi;         /* one past the highest stack id with totals */
+static uint64_t cum_gen;        /* bumped when the totals are cleared */
 static uint64_t alloc_n, alloc_bytes;
 
 #define hash_ptr table_hash
@@ -126,48 +134,40 @@ static bool lt_reserve(void)
 	return true;
 }
 
-static struct cum_ent *cum_slot(struct cum_ent *tab, size_t cap, uint32_t stack,
-				uint64_t size, uint64_t rate)
+/* Under tlock: adds one sample, worth w allocations. */
+static void cum_add(uint32_t stack, uint64_t size, double w)
 {
-	uint64_t h = ((uint64_t)stack * 0x9e3779b97f4a7c15ull) ^ (size * 0xc2b2ae3d27d4eb4full) ^ rate;
-	size_t i = (size_t)(h ^ (h >> 31)) & (cap - 1);
-	for (;;) {
-		struct cum_ent *e = &tab[i];
-		if (!e->used || (e->stack == stack && e->size == size && e->rate == rate))
-			return e;
-		i = (i + 1) & (cap - 1);
-	}
-}
+	struct cum_ent **c = &cum[stack >> CUM_CHUNK_BITS];
 
-/* Under tlock. */
-static void cum_add(uint32_t stack, uint64_t size, uint64_t rate)
-{
-	if ((cum_n + 1) * 4 > cum_cap * 3) {
-		size_t ncap = cum_cap ? cum_cap * 2 : 4096;
-		struct cum_ent *n = mem_map(ncap * sizeof(*n));
-		if (!n) {
+	if (stack >= STACK_MAX_IDS)
+		return;
+	if (!*c) {
+		*c = mem_map(CUM_CHUNK * sizeof(**c));
+		if (!*c) {
 			ADD_RELAXED(&hsp_g.dropped, 1);
 			return;
 		}
-		for (size_t i = 0; i < cum_cap; i++)
-			if (cum[i].used)
-				*cum_slot(n, ncap, cum[i].stack, cum[i].size, cum[i].rate) = cum[i];
-		mem_unmap(cum, cum_cap * sizeof(*cum));
-		cum = n;
-		cum_cap = ncap;
-		cum_gen++;
 	}
-	struct cum_ent *e = cum_slot(cum, cum_cap, stack, size, rate);
-	if (!e->used) {
-		e->used = 1;
-		e->stack = stack;
-		e->size = size;
-		e->rate = rate;
-		cum_n++;
-	}
-	e->count++;
+	struct cum_ent *e = &(*c)[stack & (CUM_CHUNK - 1)];
+	e->objects += w;
+	e->bytes += w * (double)size;
+	e->samples++;
+	if (stack >= cum_hi)
+		cum_hi = stack + 1;
 	alloc_n++;
 	alloc_bytes += size;
+}
+
+static void cum_clear(void)
+{
+	for (size_t i = 0; i < CUM_NCHUNKS; i++) {
+		if (cum[i])
+			mem_unmap(cum[i], CUM_CHUNK * sizeof(*cum[i]));
+		cum[i] = NULL;
+	}
+	cum_hi = 0;
+	cum_gen++;
+	alloc_n = alloc_bytes = 0;
 }
 
 void table_record(const void *p, const struct live_rec *r)
@@ -176,6 +176,7 @@ void table_record(const void *p, const struct live_rec *r)
 
 	if (k <= TOMB)
 		return;
+	double w = sampler_weight(r->size, r->rate);
 	pthread_mutex_lock(&tlock);
 	if (cur) {
 		ssize_t i = lt_find(cur, k);
@@ -184,7 +185,7 @@ void table_record(const void *p, const struct live_rec *r)
 			live_bytes -= cur->recs[i].size;
 			cur->recs[i] = *r;
 			live_bytes += r->size;
-			cum_add(r->stack, r->size, r->rate);
+			cum_add(r->stack, r->size, w);
 			goto out;
 		}
 	}
@@ -194,7 +195,7 @@ void table_record(const void *p, const struct live_rec *r)
 	}
 	lt_put(cur, k, r);
 	live_bytes += r->size;
-	cum_add(r->stack, r->size, r->rate);
+	cum_add(r->stack, r->size, w);
 out:
 	pthread_mutex_unlock(&tlock);
 }
@@ -242,11 +243,7 @@ bool table_remove(const void *p, struct live_rec *out)
 void table_reset_totals(void)
 {
 	pthread_mutex_lock(&tlock);
-	if (cum)
-		memset(cum, 0, cum_cap * sizeof(*cum));
-	cum_n = 0;
-	cum_gen++;
-	alloc_n = alloc_bytes = 0;
+	cum_clear();
 	pthread_mutex_unlock(&tlock);
 }
 
@@ -356,22 +353,18 @@ struct hsp_alloc_rec *table_copy_alloc(size_t *n, size_t *len)
 	struct outbuf b = { .elem = sizeof(struct hsp_alloc_rec) };
 
 	for (int attempt = 0; attempt < 4; attempt++) {
-		size_t pos = 0, cap;
+		uint32_t id = 0, hi;
 		uint64_t gen;
 		b.n = 0;
 		pthread_mutex_lock(&tlock);
 		gen = cum_gen;
-		cap = cum_cap;
-		size_t cn = cum_n;
+		hi = cum_hi;
 		pthread_mutex_unlock(&tlock);
-		if (!cap)
-			break;
-		if (!ob_reserve(&b, cn + cn / 4 + CHUNK_SLOTS))
-			goto nomem;
 		bool restart = false;
-		while (pos < cap) {
-			size_t step = attempt == 3 ? cap : CHUNK_SLOTS;
-			if (!ob_reserve(&b, step < cap ? step : cap))
+		while (id < hi) {
+			uint32_t step = attempt == 3 ? hi : CHUNK_SLOTS;
+			uint32_t end = hi - id > step ? id + step : hi;
+			if (!ob_reserve(&b, end - id))
 				goto nomem;
 			pthread_mutex_lock(&tlock);
 			if (cum_gen != gen) {
@@ -380,11 +373,15 @@ struct hsp_alloc_rec *table_copy_alloc(size_t *n, size_t *len)
 				break;
 			}
 			struct hsp_alloc_rec *o = b.p;
-			size_t end = pos + step < cap ? pos + step : cap;
-			for (; pos < end; pos++) {
-				const struct cum_ent *e = &cum[pos];
-				if (e->used)
-					o[b.n++] = (struct hsp_alloc_rec){ e->size, e->rate, e->count, e->stack, 0 };
+			for (; id < end; id++) {
+				const struct cum_ent *c = cum[id >> CUM_CHUNK_BITS];
+				if (!c) {
+					id |= CUM_CHUNK - 1;
+					continue;
+				}
+				const struct cum_ent *e = &c[id & (CUM_CHUNK - 1)];
+				if (e->samples)
+					o[b.n++] = (struct hsp_alloc_rec){ e->objects, e->bytes, e->samples, id, 0 };
 			}
 			pthread_mutex_unlock(&tlock);
 		}
@@ -440,12 +437,8 @@ void table_fini(void)
 		retired = t->next;
 		mem_unmap(t, t->maplen);
 	}
-	if (cum)
-		mem_unmap(cum, cum_cap * sizeof(*cum));
-	cum = NULL;
-	cum_cap = cum_n = 0;
-	cum_gen++;
-	alloc_n = alloc_bytes = live_bytes = 0;
+	cum_clear();
+	live_bytes = 0;
 	pthread_mutex_unlock(&tlock);
 }
 
@@ -455,8 +448,8 @@ void table_forget(void)
 	 * child never takes it again until a new start re-initialises it. */
 	STORE(&cur, (struct ltab *)NULL);
 	retired = NULL;
-	cum = NULL;
-	cum_cap = cum_n = 0;
+	memset(cum, 0, sizeof(cum));
+	cum_hi = 0;
 	alloc_n = alloc_bytes = live_bytes = 0;
 	pthread_mutex_init(&tlock, NULL);
 }

@@ -570,14 +570,20 @@ static int build_profile(struct profile *p, struct snap *s, int pid)
 			ret = -EPROTO;
 			break;
 		}
-		struct agg *a = agg_get(&t, r->stack, r->size);
+		if (!(r->objects >= 0) || !(r->bytes >= 0)) {
+			ret = -EPROTO;
+			break;
+		}
+		/* The payload keeps one unbiased total per stack: its "bytes"
+		 * label is the mean size, as in Go's heap profiles. */
+		uint64_t size = r->objects > 0 ? (uint64_t)llround(r->bytes / r->objects) : 0;
+		struct agg *a = agg_get(&t, r->stack, size);
 		if (!a) {
 			ret = -ENOMEM;
 			break;
 		}
-		double k = inv_prob(r->size, r->rate) * (double)r->count;
-		a->v[PT_ALLOC_OBJECTS] += k;
-		a->v[PT_ALLOC_SPACE] += k * (double)r->size;
+		a->v[PT_ALLOC_OBJECTS] += r->objects;
+		a->v[PT_ALLOC_SPACE] += r->bytes;
 	}
 	const char *bytes = ret ? NULL : prof_intern(p, "bytes");
 	if (!ret && !bytes)

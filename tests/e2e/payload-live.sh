@@ -24,8 +24,10 @@ send() {
 
 threads() { awk '/^Threads:/ {print $2}' "/proc/$TGT_PID/status"; }
 # (libgcc_s: glibc's backtrace() loads it once and never unloads it;
+# libunwind and its liblzma: the payload loads them NODELETE, because
+# libunwind frees its per-thread caches in a thread-exit destructor;
 # libpl_dynlib: the target dlopens it itself.)
-maps_files() { grep ' /' "/proc/$TGT_PID/maps" | grep -v -e libheapsnap-payload -e libgcc_s -e libpl_dynlib; }
+maps_files() { grep ' /' "/proc/$TGT_PID/maps" | grep -v -e libheapsnap-payload -e libgcc_s -e libunwind.so -e liblzma.so -e libpl_dynlib; }
 threads0=$(threads)
 maps0=$(maps_files)
 

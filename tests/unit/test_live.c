@@ -543,8 +543,10 @@ static bool read_slots(pid_t pid, struct gslots *out)
 	return out->n > 0;
 }
 
-/* File-backed mappings, verbatim, minus the payload's (and libgcc_s,
- * which glibc's backtrace() loads once and never unloads). */
+/* File-backed mappings, verbatim, minus the payload's, libgcc_s (glibc's
+ * backtrace() loads it once and never unloads it) and libunwind with its
+ * liblzma (the payload loads it NODELETE: its per-thread caches are freed
+ * by a thread-exit destructor). */
 static char *file_maps(pid_t pid)
 {
 	char path[64], line[4096];
@@ -559,7 +561,8 @@ static char *file_maps(pid_t pid)
 		return NULL;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		if (!strchr(line, '/') || strstr(line, "libheapsnap-payload") || strstr(line, "libgcc_s"))
+		if (!strchr(line, '/') || strstr(line, "libheapsnap-payload") || strstr(line, "libgcc_s") ||
+		    strstr(line, "libunwind.so") || strstr(line, "liblzma.so"))
 			continue;
 		size_t l = strlen(line);
 		if (len + l + 1 > cap) {
