@@ -101,6 +101,8 @@ struct hsp_status {
 	uint32_t reserved;
 	uint64_t escaped;       /* copies of hook addresses found in memory by that unload */
 	uint64_t escaped_at;    /* address of the first one */
+	uint64_t cost_ns;       /* time all threads spent recording samples and removing
+				 * them at free, since since_ns: the sampler's own cost */
 };
 
 /*

@@ -133,6 +133,7 @@ static void record(const void *p, size_t n, uint64_t rate)
 
 	if (!p)
 		return;
+	uint64_t t0 = cost_now();
 	int d = stack_capture(pcs);
 	uint32_t sid = stack_intern(pcs, d);
 	if (sid == STACK_NONE) {
@@ -144,6 +145,7 @@ static void record(const void *p, size_t n, uint64_t rate)
 	struct live_rec r = { n, rate, payload_coarse_ns(), sid, (uint32_t)t->tid };
 	table_record(p, &r);
 	ADD_RELAXED(&hsp_g.hooked_calls, 1);
+	ADD_RELAXED(&hsp_g.cost_ticks, cost_now() - t0);
 }
 
 /* Removes p's record if it has one (call only inside). */
@@ -257,7 +259,9 @@ static __attribute__((noinline)) void slow_forget(const void *p)
 {
 	int e = errno;
 	if (slow_enter()) {
+		uint64_t t0 = cost_now();
 		forget(p);
+		ADD_RELAXED(&hsp_g.cost_ticks, cost_now() - t0);
 		slow_end();
 	}
 	errno = e;

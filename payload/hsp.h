@@ -81,7 +81,11 @@ struct hsp_global {
 	uint64_t sampled_ns;        /* accumulated while SAMPLING, up to run_start_ns */
 	uint64_t run_start_ns;      /* when SAMPLING last began, 0 when not sampling */
 	uint64_t hooked_calls;
+	uint64_t cost_ticks;        /* cost_now() units spent recording (next to hooked_calls:
+				     * both are bumped per sample) */
 	uint64_t dropped;
+	bool cost_tsc;              /* cost_now() reads the TSC (the kernel's clocksource) */
+	uint64_t cost_tsc0, cost_mono0; /* a TSC and CLOCK_MONOTONIC pair, for the conversion */
 	uintptr_t self_lo, self_hi; /* the payload's own mapped range */
 	uintptr_t self_base;        /* its dlpi_addr */
 	pthread_mutex_t state_lock; /* start/stop/unload transitions (never taken by hooks) */
@@ -92,6 +96,21 @@ static inline uint64_t rg_rate(uint64_t rg) { return rg & HSP_RATE_MAX; }
 static inline uint32_t rg_gen(uint64_t rg) { return (uint32_t)(rg >> 40); }
 
 uint64_t payload_now_ns(void);
+uint64_t payload_mono_ns(void);
+
+/* A cheap timestamp for the sampler's cost accounting: the TSC (~7 ns)
+ * when the kernel itself trusts it, else CLOCK_MONOTONIC in ns. */
+static inline uint64_t cost_now(void)
+{
+#if defined(__x86_64__)
+	if (likely(hsp_g.cost_tsc)) {
+		uint32_t lo, hi;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		return ((uint64_t)hi << 32) | lo;
+	}
+#endif
+	return payload_mono_ns();
+}
 /* The same clock at the kernel tick's resolution (a few ms), for stamping
  * samples: a quarter of the cost. */
 uint64_t payload_coarse_ns(void);
@@ -166,10 +185,10 @@ struct ltab {
 	struct ltab *next;      /* retired list */
 	uintptr_t *keys;
 	struct live_rec *recs;
-	/* How many live keys hash to each byte (a counting filter, 2 x cap
-	 * bytes, 255 sticks): a free() of an unsampled pointer usually stops
-	 * at this array, a quarter the size of `keys`, instead of missing on
-	 * `keys`.  Live keys only: malloc hands freed addresses out again at
+	/* How many live keys hash to each byte (a counting filter of 8-16
+	 * bytes per live key, 1 KiB at least, 255 sticks): a free() of an
+	 * unsampled pointer usually stops at this small array instead of
+	 * missing on `keys`.  Live keys only: malloc hands freed addresses out again at
 	 * once, so bits remembering every key ever sampled would keep sending
 	 * their frees on to `keys`. */
 	uint8_t *filter;

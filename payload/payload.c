@@ -40,12 +40,47 @@ uint64_t payload_coarse_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t mono_ns(void)
+uint64_t payload_mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/* Chooses cost_now()'s clock: the TSC only when it is the kernel's own
+ * clocksource (constant rate, synchronised across CPUs). */
+static void cost_clock_init(void)
+{
+	char buf[16] = "";
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		      O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = 0;
+		close(fd);
+	}
+	hsp_g.cost_tsc = false;
+#if defined(__x86_64__)
+	if (!strcmp(buf, "tsc\n")) {
+		hsp_g.cost_tsc = true;
+		hsp_g.cost_mono0 = payload_mono_ns();
+		hsp_g.cost_tsc0 = cost_now();
+	}
+#endif
+}
+
+/* cost_now() units to ns. */
+static uint64_t cost_to_ns(uint64_t ticks)
+{
+	if (!hsp_g.cost_tsc)
+		return ticks;
+	uint64_t dt = cost_now() - hsp_g.cost_tsc0, dn = payload_mono_ns() - hsp_g.cost_mono0;
+	if (!dt || dn < 1000000)
+		return 0;
+	return (uint64_t)((double)ticks * (double)dn / (double)dt);
+}
+
 
 static void sleep_ns(uint64_t ns)
 {
@@ -196,6 +231,8 @@ HSP_EXPORT long hsp_start(long rate, long flags)
 	}
 	hsp_g.load_ns = hsp_g.since_ns = payload_now_ns();
 	hsp_g.sampled_ns = 0;
+	cost_clock_init();
+	STORE_RELAXED(&hsp_g.cost_ticks, 0);
 	payload_set_rate((uint64_t)rate);
 	ret = control_start();
 	if (ret) {
@@ -268,6 +305,7 @@ void payload_reset(void)
 	table_reset_totals();
 	hsp_g.since_ns = payload_now_ns();
 	hsp_g.sampled_ns = 0;
+	STORE_RELAXED(&hsp_g.cost_ticks, 0);
 	if (hsp_g.run_start_ns)
 		hsp_g.run_start_ns = hsp_g.since_ns;
 	pthread_mutex_unlock(&hsp_g.state_lock);
@@ -308,6 +346,7 @@ void payload_fill_status(struct hsp_status *st)
 	st->escaped = escaped;
 	st->escaped_at = escaped_at;
 	st->hooked_calls = LOAD_RELAXED(&hsp_g.hooked_calls);
+	st->cost_ns = cost_to_ns(LOAD_RELAXED(&hsp_g.cost_ticks));
 }
 
 /* ---- unload ------------------------------------------------------------- */
@@ -364,7 +403,7 @@ static bool task_read(int tid, char *state, uint64_t *run)
  */
 static int drain(void)
 {
-	const uint64_t deadline = mono_ns() + 5000000000ull;
+	const uint64_t deadline = payload_mono_ns() + 5000000000ull;
 	struct task *tasks = NULL;
 	size_t ntasks = 0, cap = 0, len = 0;
 	int self = (int)syscall(SYS_gettid), ret = 0;
@@ -418,7 +457,7 @@ static int drain(void)
 		}
 		if (!busy)
 			break;
-		if (mono_ns() > deadline) {
+		if (payload_mono_ns() > deadline) {
 			ret = -EBUSY;
 			break;
 		}
@@ -444,7 +483,7 @@ static long scan_escaped(void)
 	long found = 0;
 	FILE *f;
 	char line[512];
-	const uint64_t deadline = mono_ns() + 3000000000ull;
+	const uint64_t deadline = payload_mono_ns() + 3000000000ull;
 
 	if (!buf)
 		return 0;
@@ -460,7 +499,7 @@ static long scan_escaped(void)
 		mem_unmap(buf, chunk);
 		return 0;
 	}
-	while (fgets(line, sizeof(line), f) && mono_ns() < deadline) {
+	while (fgets(line, sizeof(line), f) && payload_mono_ns() < deadline) {
 		unsigned long a, b;
 		char perms[8];
 		if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) != 3)

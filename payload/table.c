@@ -47,10 +47,37 @@ static uint64_t alloc_n, alloc_bytes;
 
 #define hash_ptr table_hash
 
-static struct ltab *lt_new(size_t cap)
+/*
+ * The filter is sized for the live keys, not the slots: every free() of
+ * the program reads one random byte of it, so it must stay in L1 when few
+ * samples are live (a byte-rate sampler often has only tens of live
+ * samples while the program frees millions of objects a second).  It gets
+ * FILTER_PER_LIVE bytes per live key when built and is rebuilt at half
+ * that, so false hits stay under 1/8.
+ */
+#define FILTER_MIN 1024
+#define FILTER_PER_LIVE 16
+
+static size_t filter_size(size_t live)
 {
-	size_t len = sizeof(struct ltab) + cap * sizeof(uintptr_t) + cap * sizeof(struct live_rec) +
-		     2 * cap;
+	size_t f = FILTER_MIN;
+	while (f < (live + 1) * FILTER_PER_LIVE)
+		f <<= 1;
+	return f;
+}
+
+/*
+ * One mapping: header, keys and filter (what lock-free probes read), then,
+ * on their own pages, the records (read only under the lock).  A retired
+ * table gives its records back at once and keeps the probed part until
+ * table_reap: with frees hitting tombstones, tables are rebuilt often.
+ */
+#define PAGE_ROUND(n) (((n) + 4095) & ~(size_t)4095)
+
+static struct ltab *lt_new(size_t cap, size_t fsize)
+{
+	size_t probed = PAGE_ROUND(sizeof(struct ltab) + cap * sizeof(uintptr_t) + fsize);
+	size_t len = probed + PAGE_ROUND(cap * sizeof(struct live_rec));
 	struct ltab *t = mem_map(len);
 	unsigned bits = 0;
 
@@ -63,10 +90,22 @@ static struct ltab *lt_new(size_t cap)
 	t->shift = 64 - bits;
 	t->maplen = len;
 	t->keys = (uintptr_t *)(t + 1);
-	t->recs = (struct live_rec *)(t->keys + cap);
-	t->filter = (uint8_t *)(t->recs + cap);
-	t->fmask = 2 * cap - 1;
+	t->filter = (uint8_t *)(t->keys + cap);
+	t->fmask = fsize - 1;
+	t->recs = (struct live_rec *)((char *)t + probed);
 	return t;
+}
+
+/* Under tlock: t is no longer current. */
+static void lt_retire(struct ltab *t)
+{
+	size_t probed = (size_t)((char *)t->recs - (char *)t);
+	mem_unmap(t->recs, t->maplen - probed);
+	t->recs = NULL;
+	t->maplen = probed;
+	t->retired_ns = payload_now_ns();
+	t->next = retired;
+	retired = t;
 }
 
 /* Under tlock: slot holding k, or -1. */
@@ -113,24 +152,24 @@ static bool lt_reserve(void)
 	struct ltab *t = cur;
 
 	/* Rebuilt at half full: tombstones lengthen every probe of a free()
-	 * that gets past the filter and misses. */
-	if (t && (t->used + 1) * 2 <= t->cap)
+	 * that gets past the filter and misses; and when the live keys
+	 * outgrow the filter (false hits above 1/8). */
+	if (t && (t->used + 1) * 2 <= t->cap && (t->live + 1) * FILTER_PER_LIVE / 2 <= t->fmask + 1)
 		return true;
 	size_t live = t ? t->live : 0, cap = LT_MIN_CAP;
 	while (cap < (live + 1) * 4)
 		cap <<= 1;
-	struct ltab *n = lt_new(cap);
+	struct ltab *n = lt_new(cap, filter_size(live + 1));
 	if (!n)
 		return false;
 	if (t) {
 		for (size_t i = 0; i < t->cap; i++)
 			if (t->keys[i] > TOMB)
 				lt_put(n, t->keys[i], &t->recs[i]);
-		t->retired_ns = payload_now_ns();
-		t->next = retired;
-		retired = t;
 	}
 	STORE(&cur, n);
+	if (t)
+		lt_retire(t);
 	return true;
 }
 

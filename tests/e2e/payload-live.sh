@@ -76,6 +76,14 @@ for site in freed r1; do
 done
 want=$(awk '$1 == "expect" && $2 == "dyn" {print $3}' "$TGT_OUT" | tail -1)
 expect_eq "$(flat_of pl_dyn_alloc)" "$want" "inuse bytes of pl_dyn_alloc (dlopened after start)"
+# Cumulative totals (one unbiased entry per stack in the payload): at rate
+# 1, exactly what the sites that keep nothing allocated (pl_known.c).
+run_hs convert live.pb.gz -o live.folded --format collapsed --sample-index alloc_space
+expect_eq "$rc" 0 "convert alloc_space: $err"
+expect_eq "$(flat_of site_freed)" $((10000 * 256)) "alloc bytes of site_freed"
+expect_eq "$(flat_of site_r1)" $((2000 * 100)) "alloc bytes of site_r1"
+run_hs -j status "$TGT_PID"
+expect_match "$out" '"cost_ns_per_sample": ?[1-9]' "status -j: the sampler's own cost"
 
 # The file stands on its own: comments, and go tool pprof agrees on the top.
 run_hs top live.pb.gz -n 1
