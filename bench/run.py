@@ -232,6 +232,10 @@ def one_throughput(argv, comp):
     if st:
         r["samples_per_s"] = st["alloc_samples"] / max(st["sampled_seconds"], 1e-9)
         r["dropped"] = st["dropped_samples"]
+        # The payload's own account of its slow paths (recording a sample,
+        # removing it at free), immune to other load on the machine.
+        r["cost_ns_per_sample"] = st.get("cost_ns_per_sample")
+        r["cost_cpu_share"] = st.get("cost_seconds", 0) / max(st["sampled_seconds"], 1e-9)
     return r
 
 
@@ -264,7 +268,8 @@ def figure1():
         base = NotAttached()
         ratios = {c.name: [] for c in comps}
         cpu_ratios = {c.name: [] for c in comps}
-        extra = {c.name: {"samples_per_s": [], "attach_s": [], "errors": []} for c in comps}
+        extra = {c.name: {"samples_per_s": [], "attach_s": [], "errors": [], "cost_ns_per_sample": [],
+                          "cost_cpu_share": []} for c in comps}
         bases = []
         for run in range(RUNS):
             for c in comps:
@@ -281,19 +286,25 @@ def figure1():
                     ratios[c.name].append(res[c.name]["ops_per_s"] / res[base.name]["ops_per_s"])
                     cpu_ratios[c.name].append(res[c.name]["ops_per_cpu_s"] / res[base.name]["ops_per_cpu_s"])
                     extra[c.name]["samples_per_s"].append(res[c.name].get("samples_per_s"))
+                    extra[c.name]["cost_ns_per_sample"].append(res[c.name].get("cost_ns_per_sample"))
+                    extra[c.name]["cost_cpu_share"].append(res[c.name].get("cost_cpu_share"))
                     extra[c.name]["attach_s"].append(res[c.name]["attach_s"])
         for c in comps:
             rows.append({"workload": label, "tool": c.name, "ratio": summary(ratios[c.name]),
                          "cpu_ratio": summary(cpu_ratios[c.name]),
                          "base_ops_per_s": summary(bases),
                          "samples_per_s": summary(extra[c.name]["samples_per_s"]),
+                         "cost_ns_per_sample": summary(extra[c.name]["cost_ns_per_sample"]),
+                         "cost_cpu_share": summary(extra[c.name]["cost_cpu_share"]),
                          "attach_s": summary(extra[c.name]["attach_s"]),
                          "errors": extra[c.name]["errors"][:3]})
             print_row1(rows[-1])
     return {"figure": 1, "title": "throughput while sampling / not attached (interleaved A/B)",
             "note": "ratio: ops per wall second; cpu_ratio: ops per CPU second of the worker threads, robust "
             "against other load on the machine but blind to time a worker spends blocked (heaptrack's pipe) "
-            "and to work done in other processes (heaptrack's interpreter)",
+            "and to work done in other processes (heaptrack's interpreter); cost_ns_per_sample and cost_cpu_share: "
+            "heapsnap's payload timing its own slow paths (status), the part of the overhead that scales with "
+            "samples/s, immune to other load",
             "seconds": SECS, "runs": RUNS, "rows": rows, "unavailable": unavailable}
 
 
@@ -304,9 +315,11 @@ def fmt_s(s, f="%.3f", scale=1.0):
 
 
 def print_row1(r):
-    print("  %-22s %-32s ops/s ratio %s  ops/CPU-s ratio %s  base %s Mops/s  samples/s %s" % (
-        r["workload"], r["tool"], fmt_s(r["ratio"]), fmt_s(r["cpu_ratio"]), fmt_s(r["base_ops_per_s"], "%.2f", 1e-6),
-        fmt_s(r["samples_per_s"], "%.0f")), flush=True)
+    print("  %-22s %-32s ops/s ratio %s  ops/CPU-s ratio %s  base %s Mops/s  samples/s %s"
+          "  own cost %s ns/sample = %s of a CPU" % (
+              r["workload"], r["tool"], fmt_s(r["ratio"]), fmt_s(r["cpu_ratio"]),
+              fmt_s(r["base_ops_per_s"], "%.2f", 1e-6), fmt_s(r["samples_per_s"], "%.0f"),
+              fmt_s(r.get("cost_ns_per_sample"), "%.0f"), fmt_s(r.get("cost_cpu_share"), "%.3f")), flush=True)
 
 
 # ---- figure 2: attach stall ------------------------------------------------------

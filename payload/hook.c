@@ -126,6 +126,30 @@ static bool slow_enter(void)
 	return true;
 }
 
+/* Adds to this thread's cost and, every COST_FLUSH samples, to the
+ * process's: one shared cache line less bouncing between threads per
+ * sample.  What is pending when a thread ends is lost (status is short of
+ * at most COST_FLUSH samples' cost per thread). */
+#define COST_FLUSH 32
+
+static inline void cost_add(uint64_t ticks)
+{
+	struct hsp_tls *t = &hsp_tls;
+	uint32_t g = LOAD_RELAXED(&hsp_g.cost_gen);
+
+	if (t->cost_gen != g) {
+		t->cost_gen = g;
+		t->cost_pending = 0;
+		t->cost_n = 0;
+	}
+	t->cost_pending += ticks;
+	if (++t->cost_n >= COST_FLUSH) {
+		ADD_RELAXED(&hsp_g.cost_ticks, t->cost_pending);
+		t->cost_pending = 0;
+		t->cost_n = 0;
+	}
+}
+
 static void record(const void *p, size_t n, uint64_t rate)
 {
 	uintptr_t pcs[HSP_MAX_DEPTH];
@@ -144,8 +168,7 @@ static void record(const void *p, size_t n, uint64_t rate)
 		t->tid = (int32_t)syscall(SYS_gettid);
 	struct live_rec r = { n, rate, payload_coarse_ns(), sid, (uint32_t)t->tid };
 	table_record(p, &r);
-	ADD_RELAXED(&hsp_g.hooked_calls, 1);
-	ADD_RELAXED(&hsp_g.cost_ticks, cost_now() - t0);
+	cost_add(cost_now() - t0);
 }
 
 /* Removes p's record if it has one (call only inside). */
@@ -261,7 +284,7 @@ static __attribute__((noinline)) void slow_forget(const void *p)
 	if (slow_enter()) {
 		uint64_t t0 = cost_now();
 		forget(p);
-		ADD_RELAXED(&hsp_g.cost_ticks, cost_now() - t0);
+		cost_add(cost_now() - t0);
 		slow_end();
 	}
 	errno = e;

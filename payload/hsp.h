@@ -33,6 +33,10 @@ struct hsp_tls {
 	uint32_t probe;         /* hook_probe(): 1 probing, 2 a hook was reached */
 	uintptr_t stack_hi;     /* top of this thread's stack (frame-pointer walk only) */
 	uintptr_t scrub_lo;     /* deepest stack pointer of code holding hook addresses, 0 none */
+	uint64_t rng;           /* this thread's sampler state, 0 until the first draw */
+	uint32_t cost_n;        /* samples whose cost_pending is not in hsp_g.cost_ticks yet */
+	uint32_t cost_gen;      /* hsp_g.cost_gen that cost_pending belongs to */
+	uint64_t cost_pending;
 };
 extern __thread struct hsp_tls hsp_tls __attribute__((tls_model("initial-exec")));
 
@@ -80,9 +84,9 @@ struct hsp_global {
 	uint64_t load_ns, since_ns;
 	uint64_t sampled_ns;        /* accumulated while SAMPLING, up to run_start_ns */
 	uint64_t run_start_ns;      /* when SAMPLING last began, 0 when not sampling */
-	uint64_t hooked_calls;
-	uint64_t cost_ticks;        /* cost_now() units spent recording (next to hooked_calls:
-				     * both are bumped per sample) */
+	uint64_t cost_ticks;        /* cost_now() units spent recording, flushed from the
+				     * threads every COST_FLUSH samples */
+	uint32_t cost_gen;          /* bumped when cost_ticks is reset */
 	uint64_t dropped;
 	bool cost_tsc;              /* cost_now() reads the TSC (the kernel's clocksource) */
 	uint64_t cost_tsc0, cost_mono0; /* a TSC and CLOCK_MONOTONIC pair, for the conversion */

@@ -6,19 +6,25 @@
 
 static uint64_t rng_ctr;
 
-/* splitmix64 over a shared counter: one atomic add per draw, no per-thread
- * state (TLS is scarce), and draws only happen on the slow path. */
+/* splitmix64 over a per-thread counter, seeded from a shared one on the
+ * thread's first draw (no shared cache line per draw). */
 static uint64_t rng_next(void)
 {
-	uint64_t z = __atomic_add_fetch(&rng_ctr, 0x9e3779b97f4a7c15ull, __ATOMIC_RELAXED);
+	uint64_t *s = &hsp_tls.rng;
 
-	if (unlikely(z == 0x9e3779b97f4a7c15ull)) {
-		/* First draw in this process: mix in the clock so two runs differ. */
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		z ^= (uint64_t)ts.tv_nsec * 0xbf58476d1ce4e5b9ull ^ (uint64_t)ts.tv_sec;
-		__atomic_add_fetch(&rng_ctr, z & ~0xffull, __ATOMIC_RELAXED);
+	if (unlikely(!*s)) {
+		uint64_t z = __atomic_add_fetch(&rng_ctr, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
+		if (z == 0x632be59bd9b4e019ull) {
+			/* First thread in this process: mix in the clock so two
+			 * runs differ. */
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			z ^= (uint64_t)ts.tv_nsec * 0xbf58476d1ce4e5b9ull ^ (uint64_t)ts.tv_sec;
+			__atomic_add_fetch(&rng_ctr, z & ~0xffull, __ATOMIC_RELAXED);
+		}
+		*s = (z * 0xd6e8feb86659fd93ull) | 1;
 	}
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
