@@ -116,6 +116,9 @@ _heapsnap() {
 	--backend)
 		COMPREPLY=($(compgen -W "auto interpose" -- "$cur"))
 		return 0 ;;
+	--unwinder)
+		COMPREPLY=($(compgen -W "auto libunwind libgcc" -- "$cur"))
+		return 0 ;;
 	-o | --output | --base)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$cur"))

@@ -23,6 +23,7 @@ enum {
 	OPT_DURATION,
 	OPT_FMT,
 	OPT_KEEP,
+	OPT_UNWINDER,
 };
 
 /* The CMD_LIVE_* flag an option belongs to, 0 for the common ones. */
@@ -31,6 +32,7 @@ static unsigned opt_needs(int opt)
 	switch (opt) {
 	case OPT_RATE: return CMD_LIVE_RATE;
 	case OPT_BACKEND: return CMD_LIVE_BACKEND;
+	case OPT_UNWINDER: return CMD_LIVE_UNWINDER;
 	case 'o': case OPT_DURATION: case OPT_FMT: case OPT_KEEP: return CMD_LIVE_DUMP;
 	default: return 0;
 	}
@@ -58,6 +60,7 @@ int cmd_live_parse(struct cmd_live *o, const char *cmd, int argc, char **argv, u
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "format", required_argument, NULL, OPT_FMT },
 		{ "keep", no_argument, NULL, OPT_KEEP },
+		{ "unwinder", required_argument, NULL, OPT_UNWINDER },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -120,6 +123,17 @@ int cmd_live_parse(struct cmd_live *o, const char *cmd, int argc, char **argv, u
 		case OPT_KEEP:
 			o->keep = true;
 			break;
+		case OPT_UNWINDER:
+			if (!strcmp(optarg, "auto"))
+				o->unwinder = HSP_UNW_AUTO;
+			else if (!strcmp(optarg, "libunwind"))
+				o->unwinder = HSP_UNW_LIBUNWIND;
+			else if (!strcmp(optarg, "libgcc"))
+				o->unwinder = HSP_UNW_GCC;
+			else
+				return hs_usage_err(cmd, "unknown unwinder '%s' (valid: auto, libunwind, libgcc)",
+						    optarg);
+			break;
 		}
 	}
 	if (optind >= argc)
@@ -158,7 +172,7 @@ int cmd_live_load_start(const struct cmd_live *o, bool *already)
 {
 	char reason[LIVECTL_REASONLEN];
 	bool left;
-	int ret = livectl_start(o->pid, o->rate, o->timeout_ms, already, &left, reason);
+	int ret = livectl_start(o->pid, o->rate, o->unwinder, o->timeout_ms, already, &left, reason);
 
 	if (!ret)
 		return HS_OK;

@@ -27,6 +27,7 @@ struct cmd_live {
 	const char *out;        /* dump -o */
 	enum fmt format;        /* dump --format, FMT_UNKNOWN: from the file name */
 	enum cmd_backend backend; /* --backend */
+	unsigned unwinder;      /* --unwinder: enum hsp_unwinder, HSP_UNW_AUTO by default */
 };
 
 /* Which options a command takes (beyond -j and --timeout). */
@@ -34,6 +35,7 @@ enum {
 	CMD_LIVE_RATE = 1 << 0,     /* --rate BYTES */
 	CMD_LIVE_BACKEND = 1 << 1,  /* --backend B */
 	CMD_LIVE_DUMP = 1 << 2,     /* -o FILE, --duration, --format, --keep */
+	CMD_LIVE_UNWINDER = 1 << 3, /* --unwinder U */
 };
 
 /* Parses the options and the PID operand (optind ends after it).  Returns

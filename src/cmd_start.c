@@ -128,7 +128,7 @@ int do_start(int argc, char **argv)
 {
 	struct cmd_live o;
 	struct start_result res = { 0 };
-	int ret = cmd_live_parse(&o, "start", argc, argv, CMD_LIVE_RATE | CMD_LIVE_BACKEND);
+	int ret = cmd_live_parse(&o, "start", argc, argv, CMD_LIVE_RATE | CMD_LIVE_BACKEND | CMD_LIVE_UNWINDER);
 
 	if (ret)
 		return ret;

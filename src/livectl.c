@@ -161,8 +161,8 @@ static int open_and_load(int pid, char path[PATH_MAX], int timeout_ms, struct in
 	return err;
 }
 
-int livectl_start(int pid, uint64_t rate, int timeout_ms, bool *already, bool *left_loaded,
-		  char reason[LIVECTL_REASONLEN])
+int livectl_start(int pid, uint64_t rate, unsigned unwinder, int timeout_ms, bool *already,
+		  bool *left_loaded, char reason[LIVECTL_REASONLEN])
 {
 	struct inj_proc *p = NULL;
 	char r[INJ_REASONLEN], path[PATH_MAX];
@@ -176,7 +176,7 @@ int livectl_start(int pid, uint64_t rate, int timeout_ms, bool *already, bool *l
 	err = open_and_load(pid, path, timeout_ms, &p, &handle, &was_loaded, left_loaded, reason);
 	if (err)
 		return err;
-	uint64_t args[2] = { rate, 0 };
+	uint64_t args[2] = { rate, unwinder & HSP_START_UNWIND_MASK };
 	err = inj_call(p, handle, HSP_SYM_START, args, 2, &ret, r);
 	if (err) {
 		snprintf(reason, LIVECTL_REASONLEN, "%s", r);

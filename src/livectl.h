@@ -22,8 +22,8 @@ bool livectl_payload_mapped(int pid, char *path, size_t len);
  * may remain in the target after the failure (exit status 2 territory).
  * Never prints.  timeout_ms bounds each injector step.
  */
-int livectl_start(int pid, uint64_t rate, int timeout_ms, bool *already, bool *left_loaded,
-		  char reason[LIVECTL_REASONLEN]);
+int livectl_start(int pid, uint64_t rate, unsigned unwinder, int timeout_ms, bool *already,
+		  bool *left_loaded, char reason[LIVECTL_REASONLEN]);
 
 /*
  * Stops the payload in pid (hsp_prepare_unload: hooks out, drained, control

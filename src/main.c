@@ -17,13 +17,18 @@ bool opt_quiet;
 /* The one list of commands: CLI dispatch, `--help`, the man page test and
  * the completion scripts (which call `heapsnap help --commands`) read it. */
 const struct cmd hs_cmds[] = {
-	{ "start", do_start, CMD_NEEDS_PID, "start PID [--rate BYTES] [--backend B] [--timeout SECS]",
+	{ "start", do_start, CMD_NEEDS_PID,
+	  "start PID [--rate BYTES] [--backend B] [--unwinder U] [--timeout SECS]",
 	  "load heapsnap into a process and start sampling, return at once",
 	  "Says so when the process is sampling already (and resumes it when paused).\n"
 	  "  --rate BYTES     mean bytes between samples (default 512K; 1 = every allocation)\n"
 	  "  --backend B      auto, interpose, jemalloc or gperftools (default auto:\n"
 	  "                   jemalloc's profiler when the process started with\n"
 	  "                   MALLOC_CONF=prof:true, else interpose)\n"
+	  "  --unwinder U     how interpose captures stacks: auto (libunwind, loaded\n"
+	  "                   into the process if it lacks it and left there after\n"
+	  "                   stop; else libgcc), libunwind, or libgcc (adds no\n"
+	  "                   library; several times slower per sample)\n"
 	  "  --timeout SECS   deadline for each step of loading (default 5)\n"
 	  "  -j, --json       print the result as JSON\n" },
 	{ "status", do_status, CMD_NEEDS_PID, "status PID",
