@@ -103,6 +103,8 @@ struct hsp_status {
 	uint64_t escaped_at;    /* address of the first one */
 	uint64_t cost_ns;       /* time all threads spent recording samples and removing
 				 * them at free, since since_ns: the sampler's own cost */
+	uint64_t snap_hold_ns;  /* longest the last snapshot held the table lock at once:
+				 * the most it can have kept an allocating thread waiting */
 };
 
 /*

@@ -248,6 +248,8 @@ void table_counts(uint64_t *live, uint64_t *live_bytes, uint64_t *alloc, uint64_
  * its element count (caller mem_unmaps n * sizeof, or *len bytes). */
 struct hsp_live_rec *table_copy_live(size_t *n, size_t *len);
 struct hsp_alloc_rec *table_copy_alloc(size_t *n, size_t *len);
+/* cost_now() units the last snapshot copy held the table lock at most. */
+uint64_t table_snap_hold(void);
 /* Frees live tables retired more than `age_ns` ago. */
 void table_reap(uint64_t age_ns);
 /* In a fork child: forget everything without touching locks. */

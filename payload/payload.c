@@ -349,6 +349,7 @@ void payload_fill_status(struct hsp_status *st)
 	st->escaped_at = escaped_at;
 	st->hooked_calls = st->alloc_samples;
 	st->cost_ns = cost_to_ns(LOAD_RELAXED(&hsp_g.cost_ticks));
+	st->snap_hold_ns = inited ? cost_to_ns(table_snap_hold()) : 0;
 }
 
 /* ---- unload ------------------------------------------------------------- */

@@ -19,7 +19,7 @@
 #define EMPTY LT_EMPTY
 #define TOMB LT_TOMB
 #define LT_MIN_CAP 4096
-#define CHUNK_SLOTS 4096
+#define CHUNK_SLOTS 1024
 
 /*
  * Cumulative totals: one entry per stack id, already unbiased, so the table
@@ -44,6 +44,8 @@ static struct cum_ent *cum[CUM_NCHUNKS];
 static uint32_t cum_hi;         /* one past the highest stack id with totals */
 static uint64_t cum_gen;        /* bumped when the totals are cleared */
 static uint64_t alloc_n, alloc_bytes;
+static uint64_t snap_hold;      /* longest hold of tlock by the current/last snapshot copy */
+static bool snapping;           /* a copy of the live table is under way */
 
 #define hash_ptr table_hash
 
@@ -155,6 +157,10 @@ static bool lt_reserve(void)
 	 * that gets past the filter and misses; and when the live keys
 	 * outgrow the filter (false hits above 1/8). */
 	if (t && (t->used + 1) * 2 <= t->cap && (t->live + 1) * FILTER_PER_LIVE / 2 <= t->fmask + 1)
+		return true;
+	/* While a snapshot copies this table chunk by chunk, a rebuild would
+	 * make it start over: wait for it up to three quarters full. */
+	if (t && snapping && (t->used + 1) * 4 <= t->cap * 3)
 		return true;
 	size_t live = t ? t->live : 0, cap = LT_MIN_CAP;
 	while (cap < (live + 1) * 4)
@@ -313,6 +319,10 @@ static bool ob_reserve(struct outbuf *b, size_t more)
 	void *np = mem_map(ncap * b->elem);
 	if (!np)
 		return false;
+	/* Fault the pages in now: inside the lock, each first touch would
+	 * keep allocating threads waiting. */
+	for (size_t off = 0; off < ncap * b->elem; off += 4096)
+		((volatile char *)np)[off] = 0;
 	if (b->p) {
 		memcpy(np, b->p, b->n * b->elem);
 		mem_unmap(b->p, b->cap * b->elem);
@@ -336,9 +346,38 @@ static void ob_free(struct outbuf *b)
  * snapshot.  If the table is rebuilt between two chunks, the copy starts
  * again; after a few tries it copies the rest in one go.
  */
+/* Under tlock, at the end of one chunk of a snapshot copy. */
+static void hold_note(uint64_t h0)
+{
+	uint64_t h = cost_now() - h0;
+	if (h > snap_hold)
+		snap_hold = h;
+}
+
+uint64_t table_snap_hold(void)
+{
+	pthread_mutex_lock(&tlock);
+	uint64_t h = snap_hold;
+	pthread_mutex_unlock(&tlock);
+	return h;
+}
+
+static void snap_end(void)
+{
+	pthread_mutex_lock(&tlock);
+	snapping = false;
+	pthread_mutex_unlock(&tlock);
+}
+
+/* A snapshot copies the live records first: it starts a new measure. */
 struct hsp_live_rec *table_copy_live(size_t *n, size_t *len)
 {
 	struct outbuf b = { .elem = sizeof(struct hsp_live_rec) };
+
+	pthread_mutex_lock(&tlock);
+	snap_hold = 0;
+	snapping = true;
+	pthread_mutex_unlock(&tlock);
 
 	for (int attempt = 0; attempt < 4; attempt++) {
 		struct ltab *t;
@@ -358,6 +397,7 @@ struct hsp_live_rec *table_copy_live(size_t *n, size_t *len)
 			if (!ob_reserve(&b, step < t->cap ? step : t->cap))
 				goto nomem;
 			pthread_mutex_lock(&tlock);
+			uint64_t h0 = cost_now();
 			if (cur != t) {
 				pthread_mutex_unlock(&tlock);
 				restart = true;
@@ -371,15 +411,18 @@ struct hsp_live_rec *table_copy_live(size_t *n, size_t *len)
 				const struct live_rec *r = &t->recs[pos];
 				o[b.n++] = (struct hsp_live_rec){ r->size, r->rate, r->time_ns, r->stack, r->tid };
 			}
+			hold_note(h0);
 			pthread_mutex_unlock(&tlock);
 		}
 		if (!restart)
 			break;
 	}
+	snap_end();
 	*n = b.n;
 	*len = b.cap * b.elem;
 	return b.p;
 nomem:
+	snap_end();
 	ob_free(&b);
 	*n = 0;
 	*len = 0;
@@ -406,6 +449,7 @@ struct hsp_alloc_rec *table_copy_alloc(size_t *n, size_t *len)
 			if (!ob_reserve(&b, end - id))
 				goto nomem;
 			pthread_mutex_lock(&tlock);
+			uint64_t h0 = cost_now();
 			if (cum_gen != gen) {
 				pthread_mutex_unlock(&tlock);
 				restart = true;
@@ -422,6 +466,7 @@ struct hsp_alloc_rec *table_copy_alloc(size_t *n, size_t *len)
 				if (e->samples)
 					o[b.n++] = (struct hsp_alloc_rec){ e->objects, e->bytes, e->samples, id, 0 };
 			}
+			hold_note(h0);
 			pthread_mutex_unlock(&tlock);
 		}
 		if (!restart)
@@ -489,6 +534,7 @@ void table_forget(void)
 	retired = NULL;
 	memset(cum, 0, sizeof(cum));
 	cum_hi = 0;
+	snapping = false;
 	alloc_n = alloc_bytes = live_bytes = 0;
 	pthread_mutex_init(&tlock, NULL);
 }

@@ -58,6 +58,7 @@ static int fill_json(FILE *f, void *ctx)
 		json_kv_double(&j, "cost_seconds", s->cost_ns / 1e9, 6);
 		json_kv_double(&j, "cost_ns_per_sample",
 			       s->alloc_samples ? (double)s->cost_ns / (double)s->alloc_samples : 0, 1);
+		json_kv_uint(&j, "last_snapshot_lock_hold_ns", s->snap_hold_ns);
 		json_kv_uint(&j, "modules_hooked", s->modules);
 		json_kv_uint(&j, "slots_hooked", s->slots);
 		json_kv_uint(&j, "patch_failures", s->patch_failures);
@@ -108,6 +109,9 @@ static void print_plain(const struct status_result *r)
 		printf("  %-16s %.2f us per sample, %.2f%% of one CPU while sampling\n", "own cost",
 		       (double)s->cost_ns / (double)s->alloc_samples / 1e3,
 		       100.0 * (double)s->cost_ns / (double)s->sampled_ns);
+	if (s->snap_hold_ns)
+		printf("  %-16s allocating threads waited %.0f us at most on the last snapshot\n",
+		       "snapshot stall", s->snap_hold_ns / 1e3);
 	printf("  %-16s %llu KiB\n", "own memory", (unsigned long long)s->mem_bytes >> 10);
 	printf("  %-16s %llu slots in %llu modules%s\n", "hooks", (unsigned long long)s->slots,
 	       (unsigned long long)s->modules, s->patch_failures ? " (some could not be patched)" : "");
