@@ -77,20 +77,23 @@ HSP_EXPORT long hsp_gperf(long op, long arg);    /* stats.c */
 
 /* ---- global state (payload.c) ------------------------------------------- */
 struct hsp_global {
+	/* Read by every sampled allocation in every thread, rarely written. */
 	uint32_t state;             /* enum hsp_state, read by hooks (relaxed) */
 	uint64_t rate_gen;          /* (generation << 40) | rate */
-	uint64_t inflight;          /* threads inside a slow path or a dl* hook */
-	uint32_t unwinder;          /* enum hsp_unwinder */
+	bool cost_tsc;              /* cost_now() reads the TSC (the kernel's clocksource) */
+	uint32_t cost_gen;          /* bumped when cost_ticks is reset */
+	uintptr_t self_lo, self_hi; /* the payload's own mapped range */
+	/* Written by every slow path: a cache line of their own. */
+	uint64_t inflight __attribute__((aligned(64))); /* threads inside a slow path or a dl* hook */
+	uint64_t cost_ticks;        /* cost_now() units spent recording, flushed from the
+				     * threads every COST_FLUSH samples */
+	uint64_t dropped;
+	/* The rest: control paths. */
+	uint32_t unwinder __attribute__((aligned(64))); /* enum hsp_unwinder */
 	uint64_t load_ns, since_ns;
 	uint64_t sampled_ns;        /* accumulated while SAMPLING, up to run_start_ns */
 	uint64_t run_start_ns;      /* when SAMPLING last began, 0 when not sampling */
-	uint64_t cost_ticks;        /* cost_now() units spent recording, flushed from the
-				     * threads every COST_FLUSH samples */
-	uint32_t cost_gen;          /* bumped when cost_ticks is reset */
-	uint64_t dropped;
-	bool cost_tsc;              /* cost_now() reads the TSC (the kernel's clocksource) */
 	uint64_t cost_tsc0, cost_mono0; /* a TSC and CLOCK_MONOTONIC pair, for the conversion */
-	uintptr_t self_lo, self_hi; /* the payload's own mapped range */
 	uintptr_t self_base;        /* its dlpi_addr */
 	pthread_mutex_t state_lock; /* start/stop/unload transitions (never taken by hooks) */
 };
@@ -180,23 +183,27 @@ struct live_rec {
 #define LT_EMPTY 0
 #define LT_TOMB 1
 struct ltab {
+	/* Read by every free() in every thread: nothing here changes while
+	 * the table is current. */
 	size_t cap, mask;
 	unsigned shift;
-	size_t used;            /* live + tombstones */
+	uintptr_t *keys;
+	/* How many live keys hash to each byte (a counting filter of 8-16
+	 * bytes per live key, 1 KiB at least, 255 sticks): a free() of an
+	 * unsampled pointer usually stops at this small array instead of
+	 * missing on `keys`.  Live keys only: malloc hands freed addresses
+	 * out again at once, so bits remembering every key ever sampled
+	 * would keep sending their frees on to `keys`. */
+	uint8_t *filter;
+	size_t fmask;
+	/* Written under the lock, on their own cache line so the writes do
+	 * not evict the line above from the other threads' caches. */
+	size_t used __attribute__((aligned(64))); /* live + tombstones */
 	size_t live;
 	size_t maplen;
 	uint64_t retired_ns;
 	struct ltab *next;      /* retired list */
-	uintptr_t *keys;
 	struct live_rec *recs;
-	/* How many live keys hash to each byte (a counting filter of 8-16
-	 * bytes per live key, 1 KiB at least, 255 sticks): a free() of an
-	 * unsampled pointer usually stops at this small array instead of
-	 * missing on `keys`.  Live keys only: malloc hands freed addresses out again at
-	 * once, so bits remembering every key ever sampled would keep sending
-	 * their frees on to `keys`. */
-	uint8_t *filter;
-	size_t fmask;
 };
 extern struct ltab *table_cur;
 
