@@ -601,10 +601,75 @@ FIGURES = [("1", "throughput", figure1), ("2", "attach", figure2), ("3", "snapsh
            ("4", "symbolize", figure4), ("5", "memory", figure5), ("6", "accuracy", figure6)]
 
 
+# ---- the issue's goals, judged on this run's figures ------------------------------
+
+def med(s):
+    return s["median"] if s else None
+
+
+def verdict(ok):
+    return "n/a" if ok is None else ("met" if ok else "MISSED")
+
+
+def print_goals(res):
+    """One line per goal of issue 7, from the figures of this run."""
+    lines = []
+    f1 = res.get("throughput")
+    if f1:
+        by = {}
+        for r in f1["rows"]:
+            by.setdefault(r["workload"], {})[r["tool"]] = r
+        for wl, tools in by.items():
+            hs512 = tools.get("heapsnap rate 524288")
+            if hs512 and wl.startswith("mh"):
+                r = med(hs512["ratio"])
+                lines.append("512 KiB costs <= 3%%, %s: %.1f%% slower (payload's own cost %.1f%% of a CPU): %s" % (
+                    wl, 100 * (1 - r), 100 * (med(hs512.get("cost_cpu_share")) or 0), verdict(r >= 0.97)))
+            je = tools.get("jemalloc prof lg_prof_sample:19")
+            if hs512 and je:
+                a, b = med(hs512["ratio"]), med(je["ratio"])
+                lines.append("512 KiB cheaper than jemalloc's profiler, %s: %.3f vs %.3f: %s" % (
+                    wl, a, b, verdict(a > b)))
+            hs1, ht = tools.get("heapsnap rate 1"), tools.get("heaptrack -p")
+            if hs1 and ht:
+                a, b = 1 - med(hs1["ratio"]), 1 - med(ht["ratio"])
+                lines.append("exact mode < half heaptrack's slowdown, %s: %.1f%% vs %.1f%%: %s" % (
+                    wl, 100 * a, 100 * b, verdict(a < b / 2)))
+    f2 = res.get("attach")
+    if f2:
+        for r in f2["rows"]:
+            if not r["tool"].startswith("heapsnap") or not r["wall_ms"]:
+                continue
+            lines.append("attach: sampling within 200 ms: %.0f ms: %s" % (
+                med(r["wall_ms"]), verdict(med(r["wall_ms"]) < 200)))
+            st, base = med(r["hijacked_thread_stall_us"]), med(r["baseline_sleeper_stall_us"])
+            lines.append("attach: hijacked thread stalls < 5 ms: %.1f ms (%.1f ms without an attach): %s" % (
+                st / 1e3, base / 1e3, verdict(st < 5000)))
+            ot, obase = med(r["other_threads_max_gap_us"]), med(r["baseline_workers_max_gap_us"])
+            lines.append("attach: other threads < 1 ms: %.1f ms (%.1f ms without an attach): %s" % (
+                ot / 1e3, obase / 1e3, verdict(ot < 1000)))
+    f3 = res.get("snapshot")
+    if f3:
+        for r in f3["rows"]:
+            if r["live_samples"] < 50000 or r["live_samples"] > 500000:
+                continue
+            hold = med(r.get("lock_hold_max_us"))
+            gap, base = med(r["allocating_thread_max_gap_us"]), med(r["baseline_allocating_thread_max_gap_us"])
+            lines.append("snapshot of %d samples stalls no thread > 1 ms: lock held %.0f us at most; allocating "
+                         "thread's longest gap %.1f ms (%.1f ms without a dump): %s" % (
+                             r["live_samples"], hold or 0, gap / 1e3, base / 1e3,
+                             verdict(None if hold is None else hold < 1000)))
+    if lines:
+        print("goals (issue 7), medians of this run:")
+        for line in lines:
+            print("  " + line)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     failed = 0
     t_all = now()
+    results = {}
     try:
         for num, name, fn in FIGURES:
             if ONLY and num not in ONLY:
@@ -618,6 +683,7 @@ def main():
                 failed += 1
                 continue
             res["elapsed_s"] = now() - t0
+            results[name] = res
             with open(os.path.join(OUT, "%s.json" % name), "w") as f:
                 json.dump(res, f, indent=1)
                 f.write("\n")
@@ -625,6 +691,7 @@ def main():
                 print("  %s: %s" % (k, v))
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
+    print_goals(results)
     print("bench: %.0f s, results in %s" % (now() - t_all, OUT))
     return 1 if failed else 0
 
