@@ -22,7 +22,7 @@ static bool real_in_libc[HK_NSYMS];
  * the stack while the allocator runs, so after the GOT is restored only a
  * few instructions of payload code can still be executing in any thread.
  * Slow paths (sampled allocations, frees of sampled pointers, dlopen) keep
- * a frame and are counted in hsp_g.inflight, which unload waits on.
+ * a frame and are counted in hsp_g.inflight[], which unload waits on.
  */
 #define REAL(sym, type) ((type)hk_real[sym])
 
@@ -84,13 +84,13 @@ static uint64_t slow_begin(size_t n)
 		t->countdown = sampler_draw(rate);
 		return 0;
 	}
-	ADD(&hsp_g.inflight, 1);
+	inflight_add(1);
 	uint32_t st = LOAD(&hsp_g.state);
 	if (st != HSP_STATE_SAMPLING) {
 		/* Not "never": a thread must come back here soon after sampling
 		 * (re)starts, to pick up the new generation. */
 		t->countdown = sampler_draw(rate);
-		ADD(&hsp_g.inflight, -1);
+		inflight_add(-1);
 		return 0;
 	}
 	if (t->gen != rg_gen(rg)) {
@@ -100,7 +100,7 @@ static uint64_t slow_begin(size_t n)
 		t->gen = rg_gen(rg);
 		if (c > n) {
 			t->countdown = (int64_t)(c - n);
-			ADD(&hsp_g.inflight, -1);
+			inflight_add(-1);
 			return 0;
 		}
 	}
@@ -112,7 +112,7 @@ static uint64_t slow_begin(size_t n)
 static void slow_end(void)
 {
 	hsp_tls.guard = 0;
-	ADD(&hsp_g.inflight, -1);
+	inflight_add(-1);
 }
 
 /* Entering only to look at the live table (a free of a maybe-sampled
@@ -121,7 +121,7 @@ static bool slow_enter(void)
 {
 	if (hsp_tls.guard)
 		return false;
-	ADD(&hsp_g.inflight, 1);
+	inflight_add(1);
 	hsp_tls.guard = 1;
 	return true;
 }
@@ -649,7 +649,7 @@ static void hook_dallocx(void *p, int flags)
  * released the loader lock. */
 static void *hook_dlopen(const char *file, int mode)
 {
-	ADD(&hsp_g.inflight, 1);
+	inflight_add(1);
 	void *h = REAL(HK_DLOPEN, fn_dlopen)(file, mode);
 	if (h) {
 		uint32_t g = hsp_tls.guard;
@@ -657,13 +657,13 @@ static void *hook_dlopen(const char *file, int mode)
 		got_patch_all();
 		hsp_tls.guard = g;
 	}
-	ADD(&hsp_g.inflight, -1);
+	inflight_add(-1);
 	return h;
 }
 
 static int hook_dlclose(void *h)
 {
-	ADD(&hsp_g.inflight, 1);
+	inflight_add(1);
 	int r = REAL(HK_DLCLOSE, fn_dlclose)(h);
 	/* Forget the records of modules that are gone. */
 	if (got_modules_changed()) {
@@ -672,7 +672,7 @@ static int hook_dlclose(void *h)
 		got_patch_all();
 		hsp_tls.guard = g;
 	}
-	ADD(&hsp_g.inflight, -1);
+	inflight_add(-1);
 	return r;
 }
 

@@ -83,9 +83,12 @@ struct hsp_global {
 	bool cost_tsc;              /* cost_now() reads the TSC (the kernel's clocksource) */
 	uint32_t cost_gen;          /* bumped when cost_ticks is reset */
 	uintptr_t self_lo, self_hi; /* the payload's own mapped range */
-	/* Written by every slow path: a cache line of their own. */
-	uint64_t inflight __attribute__((aligned(64))); /* threads inside a slow path or a dl* hook */
-	uint64_t cost_ticks;        /* cost_now() units spent recording, flushed from the
+	/* Threads inside a slow path or a dl* hook, counted in one of
+	 * INFLIGHT_SLOTS counters picked by thread (inflight_add): threads
+	 * sampling at once do not pass one cache line back and forth. */
+	struct { uint64_t n; } __attribute__((aligned(64))) inflight[16];
+	/* Written by slow paths, less often. */
+	uint64_t cost_ticks __attribute__((aligned(64)));        /* cost_now() units spent recording, flushed from the
 				     * threads every COST_FLUSH samples */
 	uint64_t dropped;
 	/* The rest: control paths. */
@@ -98,6 +101,18 @@ struct hsp_global {
 	pthread_mutex_t state_lock; /* start/stop/unload transitions (never taken by hooks) */
 };
 extern struct hsp_global hsp_g;
+
+#define INFLIGHT_SLOTS (sizeof(hsp_g.inflight) / sizeof(hsp_g.inflight[0]))
+
+/* This thread's inflight counter: from the address of its TLS block. */
+static inline void inflight_add(int64_t d)
+{
+	uintptr_t a = (uintptr_t)&hsp_tls;
+	size_t i = (size_t)(((a >> 6) * 0x9e3779b97f4a7c15ull) >> 60) % INFLIGHT_SLOTS;
+	ADD(&hsp_g.inflight[i].n, (uint64_t)d);
+}
+/* Threads inside, summed (0: none). */
+uint64_t inflight_total(void);
 
 static inline uint64_t rg_rate(uint64_t rg) { return rg & HSP_RATE_MAX; }
 static inline uint32_t rg_gen(uint64_t rg) { return (uint32_t)(rg >> 40); }
@@ -205,7 +220,12 @@ struct ltab {
 	struct ltab *next;      /* retired list */
 	struct live_rec *recs;
 };
-extern struct ltab *table_cur;
+/* The current live table, published with release stores, alone on its
+ * cache line: every free() in every thread reads it. */
+struct ltab_ptr {
+	struct ltab *p;
+} __attribute__((aligned(64)));
+extern struct ltab_ptr table_cur;
 
 static inline size_t table_hash(uintptr_t k, unsigned shift)
 {
@@ -221,7 +241,7 @@ static inline size_t table_filter_slot(const struct ltab *t, uintptr_t k)
  * free() runs this. */
 static inline bool table_maybe(const void *p)
 {
-	struct ltab *t = LOAD(&table_cur);
+	struct ltab *t = LOAD(&table_cur.p);
 	uintptr_t k = (uintptr_t)p;
 
 	if (!t || k <= LT_TOMB)

@@ -40,6 +40,14 @@ uint64_t payload_coarse_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t inflight_total(void)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < INFLIGHT_SLOTS; i++)
+		n += LOAD(&hsp_g.inflight[i].n);
+	return n;
+}
+
 uint64_t payload_mono_ns(void)
 {
 	struct timespec ts;
@@ -146,7 +154,7 @@ static void at_fork_child(void)
 
 	if (st == HSP_STATE_SAMPLING || st == HSP_STATE_PAUSED)
 		STORE(&hsp_g.state, (uint32_t)HSP_STATE_FORKED);
-	hsp_g.inflight = 0;
+	memset(hsp_g.inflight, 0, sizeof(hsp_g.inflight));
 	hsp_g.run_start_ns = 0;
 	hsp_tls.countdown = 0;
 	hsp_tls.tid = 0;
@@ -446,7 +454,7 @@ static int drain(void)
 		sleep_ns(100000000); /* no /proc: a plain grace period */
 	}
 	for (;;) {
-		bool busy = LOAD(&hsp_g.inflight) != 0;
+		bool busy = inflight_total() != 0;
 		for (size_t i = 0; i < ntasks; i++) {
 			char st;
 			uint64_t run;

@@ -35,9 +35,10 @@ struct cum_ent {
 	uint64_t samples;
 };
 
-static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
-struct ltab *table_cur;         /* published with release stores */
-#define cur table_cur
+/* On its own line: written by every sample. */
+static pthread_mutex_t tlock __attribute__((aligned(64))) = PTHREAD_MUTEX_INITIALIZER;
+struct ltab_ptr table_cur;
+#define cur table_cur.p
 static struct ltab *retired;
 static uint64_t live_bytes;
 static struct cum_ent *cum[CUM_NCHUNKS];
