@@ -208,8 +208,12 @@ def tool_works(tool):
             return "unavailable here: heaptrack or gdb not installed"
         return None
     if tool == "memleak":
+        rel = os.uname().release
+        if not os.path.exists("/lib/modules/%s/build" % rel) and not os.path.exists("/sys/kernel/kheaders.tar.xz"):
+            return ("unavailable here: bcc compiles its probes against the running kernel's headers, and kernel "
+                    "%s ships none (no /lib/modules/%s/build, no kheaders)" % (rel, rel))
         if not have("memleak-bpfcc"):
-            return "unavailable here: memleak-bpfcc (bcc) not installed; needs eBPF and kernel headers"
+            return "unavailable here: memleak-bpfcc not installed (Debian package bpfcc-tools)"
         return None
     return None
 
