@@ -126,27 +126,29 @@ static bool slow_enter(void)
 	return true;
 }
 
-/* Adds to this thread's cost and, every COST_FLUSH samples, to the
- * process's: one shared cache line less bouncing between threads per
- * sample.  What is pending when a thread ends is lost (status is short of
- * at most COST_FLUSH samples' cost per thread). */
-#define COST_FLUSH 32
+/* Adds a timed slow path to this thread's cost and, every COST_FLUSH of
+ * them, to the process's: one shared cache line less bouncing between
+ * threads per sample.  What is pending when a thread ends is lost, and
+ * what was pending at a reset lands after it: status is off by at most
+ * COST_FLUSH * COST_EVERY slow paths per thread. */
+#define COST_FLUSH 4
+/* Only one slow path in COST_EVERY is timed (and counted COST_EVERY
+ * times): a TSC read costs ~25 cycles, a tenth of a sample's cost. */
+#define COST_EVERY 8
+
+static inline bool cost_timed(void)
+{
+	return (++hsp_tls.cost_seq & (COST_EVERY - 1)) == 0;
+}
 
 static inline void cost_add(uint64_t ticks)
 {
 	struct hsp_tls *t = &hsp_tls;
-	uint32_t g = LOAD_RELAXED(&hsp_g.cost_gen);
 
-	if (t->cost_gen != g) {
-		t->cost_gen = g;
-		t->cost_pending = 0;
-		t->cost_n = 0;
-	}
-	t->cost_pending += ticks;
-	if (++t->cost_n >= COST_FLUSH) {
+	t->cost_pending += ticks * COST_EVERY;
+	if ((t->cost_seq & (COST_EVERY * COST_FLUSH - 1)) == 0) {
 		ADD_RELAXED(&hsp_g.cost_ticks, t->cost_pending);
 		t->cost_pending = 0;
-		t->cost_n = 0;
 	}
 }
 
@@ -157,7 +159,8 @@ static void record(const void *p, size_t n, uint64_t rate)
 
 	if (!p)
 		return;
-	uint64_t t0 = cost_now();
+	bool timed = cost_timed();
+	uint64_t t0 = timed ? cost_now() : 0;
 	int d = stack_capture(pcs);
 	uint32_t sid = stack_intern(pcs, d);
 	if (sid == STACK_NONE) {
@@ -168,7 +171,8 @@ static void record(const void *p, size_t n, uint64_t rate)
 		t->tid = (int32_t)syscall(SYS_gettid);
 	struct live_rec r = { n, rate, payload_coarse_ns(), sid, (uint32_t)t->tid };
 	table_record(p, &r);
-	cost_add(cost_now() - t0);
+	if (timed)
+		cost_add(cost_now() - t0);
 }
 
 /* Removes p's record if it has one (call only inside). */
@@ -282,9 +286,11 @@ static __attribute__((noinline)) void slow_forget(const void *p)
 {
 	int e = errno;
 	if (slow_enter()) {
-		uint64_t t0 = cost_now();
+		bool timed = cost_timed();
+		uint64_t t0 = timed ? cost_now() : 0;
 		forget(p);
-		cost_add(cost_now() - t0);
+		if (timed)
+			cost_add(cost_now() - t0);
 		slow_end();
 	}
 	errno = e;

@@ -34,9 +34,8 @@ struct hsp_tls {
 	uintptr_t stack_hi;     /* top of this thread's stack (frame-pointer walk only) */
 	uintptr_t scrub_lo;     /* deepest stack pointer of code holding hook addresses, 0 none */
 	uint64_t rng;           /* this thread's sampler state, 0 until the first draw */
-	uint32_t cost_n;        /* samples whose cost_pending is not in hsp_g.cost_ticks yet */
-	uint32_t cost_gen;      /* hsp_g.cost_gen that cost_pending belongs to */
-	uint64_t cost_pending;
+	uint32_t cost_seq;      /* counts this thread's slow paths: one in COST_EVERY is timed */
+	uint64_t cost_pending;  /* timed cost not yet in hsp_g.cost_ticks */
 };
 extern __thread struct hsp_tls hsp_tls __attribute__((tls_model("initial-exec")));
 
@@ -81,15 +80,15 @@ struct hsp_global {
 	uint32_t state;             /* enum hsp_state, read by hooks (relaxed) */
 	uint64_t rate_gen;          /* (generation << 40) | rate */
 	bool cost_tsc;              /* cost_now() reads the TSC (the kernel's clocksource) */
-	uint32_t cost_gen;          /* bumped when cost_ticks is reset */
 	uintptr_t self_lo, self_hi; /* the payload's own mapped range */
 	/* Threads inside a slow path or a dl* hook, counted in one of
 	 * INFLIGHT_SLOTS counters picked by thread (inflight_add): threads
 	 * sampling at once do not pass one cache line back and forth. */
 	struct { uint64_t n; } __attribute__((aligned(64))) inflight[16];
-	/* Written by slow paths, less often. */
-	uint64_t cost_ticks __attribute__((aligned(64)));        /* cost_now() units spent recording, flushed from the
-				     * threads every COST_FLUSH samples */
+	/* Written by slow paths, less often.  cost_ticks: cost_now() units
+	 * spent recording, estimated from timed samples, added in batches
+	 * (hook.c). */
+	uint64_t cost_ticks __attribute__((aligned(64)));
 	uint64_t dropped;
 	/* The rest: control paths. */
 	uint32_t unwinder __attribute__((aligned(64))); /* enum hsp_unwinder */

@@ -241,7 +241,6 @@ HSP_EXPORT long hsp_start(long rate, long flags)
 	hsp_g.sampled_ns = 0;
 	cost_clock_init();
 	STORE_RELAXED(&hsp_g.cost_ticks, 0);
-	ADD_RELAXED(&hsp_g.cost_gen, 1);
 	payload_set_rate((uint64_t)rate);
 	ret = control_start();
 	if (ret) {
@@ -315,7 +314,6 @@ void payload_reset(void)
 	hsp_g.since_ns = payload_now_ns();
 	hsp_g.sampled_ns = 0;
 	STORE_RELAXED(&hsp_g.cost_ticks, 0);
-	ADD_RELAXED(&hsp_g.cost_gen, 1);
 	if (hsp_g.run_start_ns)
 		hsp_g.run_start_ns = hsp_g.since_ns;
 	pthread_mutex_unlock(&hsp_g.state_lock);

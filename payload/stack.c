@@ -168,15 +168,32 @@ static struct stk *by_id(uint32_t id)
 	return LOAD(&c[id & (CHUNK_IDS - 1)]);
 }
 
+/* Four independent lanes, kept scalar (vectorised, the 64-bit multiplies
+ * become shift-and-add sequences): a stack is hashed on every sample, and
+ * one multiply chain over 25 frames would be 25 multiply latencies long. */
 static uint64_t stack_hash(const uintptr_t *pcs, int depth)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)depth;
-	for (int i = 0; i < depth; i++) {
-		h ^= pcs[i];
-		h *= 0x100000001b3ull;
-		h ^= h >> 29;
+	uint64_t a = 0xcbf29ce484222325ull ^ (uint64_t)depth, b = 0x84222325cbf29ce4ull,
+		 c = 0x9e3779b97f4a7c15ull, d = 0xc2b2ae3d27d4eb4full;
+	const uint64_t m = 0x100000001b3ull;
+	int i = 0;
+
+#define LANE(x, v) do { x = ((x) ^ (v)) * m; x ^= x >> 29; } while (0)
+	for (; i + 4 <= depth; i += 4) {
+		LANE(a, pcs[i]);
+		LANE(b, pcs[i + 1]);
+		LANE(c, pcs[i + 2]);
+		LANE(d, pcs[i + 3]);
 	}
-	return h;
+	if (i < depth)
+		LANE(a, pcs[i]);
+	if (i + 1 < depth)
+		LANE(b, pcs[i + 1]);
+	if (i + 2 < depth)
+		LANE(c, pcs[i + 2]);
+#undef LANE
+	uint64_t h = a ^ (b * 0x9e3779b97f4a7c15ull) ^ (c * 0xbf58476d1ce4e5b9ull) ^ (d * 0x94d049bb133111ebull);
+	return h ^ (h >> 31);
 }
 
 static uint32_t lookup(uint64_t h, const uintptr_t *pcs, int depth)
