@@ -90,6 +90,21 @@ static int hmap_put(struct hmap *h, uint64_t k1, uint64_t k2, void *v)
 	return 0;
 }
 
+/* In arr[0..n), sorted by the field lo: how many elements start at or below
+ * key, i.e. the index of the first one starting above it. */
+#define COUNT_LO_LE(arr, n, key) __extension__ ({				\
+	size_t lo_ = 0, hi_ = (n);						\
+	__typeof__(key) key_ = (key);						\
+	while (lo_ < hi_) {							\
+		size_t mid_ = (lo_ + hi_) / 2;					\
+		if ((arr)[mid_].lo <= key_)					\
+			lo_ = mid_ + 1;						\
+		else								\
+			hi_ = mid_;						\
+	}									\
+	lo_;									\
+})
+
 /* ---- the session -------------------------------------------------------- */
 
 struct sym_func {               /* one function (keyed by its DWARF origin) */
@@ -98,10 +113,15 @@ struct sym_func {               /* one function (keyed by its DWARF origin) */
 	char *sysname;          /* mangled, "" when the same as name */
 	char *file;             /* declaration file, "" unknown */
 	int64_t start_line;
+	/* The function's index in the profile sym_profile is filling, valid
+	 * while pass is that call's sym_ctx.pass: warm frames then cost no
+	 * string interning. */
+	uint64_t pass;
+	uint32_t fid;
 };
 
 struct sym_frame {
-	const struct sym_func *fn;
+	struct sym_func *fn;
 	int64_t line, col;
 };
 
@@ -118,9 +138,19 @@ struct fn_range {
 	Dwarf_Die die;
 };
 
+struct pc_range {
+	Dwarf_Addr lo, hi;
+};
+
 struct cu_index {               /* the CU's top-level functions by address */
 	size_t n;
 	struct fn_range *r;
+	/* The code ranges of all the CU's top-level DIEs, sorted by lo, each
+	 * hi raised to the running maximum; built when the index first
+	 * misses.  top_all: unknown (imported units, no memory). */
+	bool top_done, top_all;
+	size_t ntop;
+	struct pc_range *top;
 };
 
 struct sym_ent {                /* an ELF function symbol */
@@ -164,6 +194,8 @@ struct sym_ctx {
 	struct hmap addrs;      /* (module, address) -> sym_res or &no_res */
 	struct hmap funcs;      /* (origin DIE data pointer, 0) -> sym_func */
 	struct hmap cus;        /* (CU DIE data pointer, 0) -> cu_index */
+	struct hmap kids;       /* (scope DIE data pointer, 0) -> kids */
+	uint64_t pass;          /* sym_profile calls so far */
 };
 
 /* Cached "nothing known at this address". */
@@ -926,8 +958,7 @@ static struct cu_index *cu_index_get(struct sym_ctx *c, Dwarf_Die *cudie)
 		return NULL;
 	}
 	qsort(v.r, v.n, sizeof(*v.r), cmp_range);
-	ci->n = v.n;
-	ci->r = v.r;
+	*ci = (struct cu_index){ .n = v.n, .r = v.r };
 	if (hmap_put(&c->cus, (uintptr_t)cudie->addr, 0, ci)) {
 		free(ci->r);
 		free(ci);
@@ -938,16 +969,9 @@ static struct cu_index *cu_index_get(struct sym_ctx *c, Dwarf_Die *cudie)
 
 static bool cu_index_find(const struct cu_index *ci, Dwarf_Addr pc, Dwarf_Die *fn)
 {
-	size_t lo = 0, hi = ci->n;
-
 	/* First range starting after pc; candidates are before it. */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (ci->r[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = COUNT_LO_LE(ci->r, ci->n, pc);
+
 	for (size_t i = lo, k = 0; i-- > 0 && k < 16; k++) {
 		if (pc < ci->r[i].hi) {
 			*fn = ci->r[i].die;
@@ -957,36 +981,184 @@ static bool cu_index_find(const struct cu_index *ci, Dwarf_Addr pc, Dwarf_Die *f
 	return false;
 }
 
+static int cmp_pc_range(const void *a, const void *b)
+{
+	const struct pc_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void build_top(struct cu_index *ci, Dwarf_Die *cudie)
+{
+	Dwarf_Die child;
+	size_t cap = 0;
+
+	ci->top_done = true;
+	if (dwarf_child(cudie, &child) != 0)
+		return;
+	do {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		if (dwarf_tag(&child) == DW_TAG_imported_unit) {
+			ci->top_all = true;
+			return;
+		}
+		while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+			if (hi <= lo)
+				continue;
+			if (ci->ntop == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				struct pc_range *n = realloc(ci->top, ncap * sizeof(*n));
+				if (!n) {
+					ci->top_all = true;
+					return;
+				}
+				ci->top = n;
+				cap = ncap;
+			}
+			ci->top[ci->ntop++] = (struct pc_range){ lo, hi };
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	qsort(ci->top, ci->ntop, sizeof(*ci->top), cmp_pc_range);
+	for (size_t i = 1; i < ci->ntop; i++)
+		if (ci->top[i].hi < ci->top[i - 1].hi)
+			ci->top[i].hi = ci->top[i - 1].hi;
+}
+
+/* Whether dwarf_getscopes could find a scope at pc: it only descends into
+ * DIEs containing pc (and splices imported units in), so pc must lie in a
+ * top-level DIE's ranges.  Addresses between functions then skip its walk
+ * over the whole CU, which found nothing anyway. */
+static bool top_has_pc(struct cu_index *ci, Dwarf_Die *cudie, Dwarf_Addr pc)
+{
+	size_t lo;
+
+	if (!ci)
+		return true;
+	if (!ci->top_done)
+		build_top(ci, cudie);
+	if (ci->top_all)
+		return true;
+	lo = COUNT_LO_LE(ci->top, ci->ntop, pc);
+	return lo > 0 && pc < ci->top[lo - 1].hi;
+}
+
+static bool is_inner_scope(int tag)
+{
+	return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
+}
+
+/* The first child of scope, in DIE order, that is an inner scope holding
+ * pc, straight from DWARF. */
+static bool scan_scope(Dwarf_Die *scope, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(scope, &child) != 0)
+		return false;
+	do {
+		if (is_inner_scope(dwarf_tag(&child)) && dwarf_haspc(&child, pc) > 0) {
+			*out = child;
+			return true;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+struct kid {                    /* one code range of an inner scope */
+	Dwarf_Addr lo, hi;
+	Dwarf_Die die;
+};
+
+struct kids {                   /* a scope's inner-scope children, DIE order */
+	size_t n;
+	struct kid k[];
+};
+
+/* Shared by all scopes without inner scopes (most of them). */
+static struct kids no_kids;
+
+/* The code ranges of scope's inner-scope children, collected once: big
+ * functions have hundreds of inlined calls, and every address in them
+ * would walk and decode those DIEs again.  NULL on ENOMEM. */
+static struct kids *kids_get(struct sym_ctx *c, Dwarf_Die *scope)
+{
+	struct kids *k = hmap_get(&c->kids, (uintptr_t)scope->addr, 0), *nk;
+	Dwarf_Die child;
+	size_t cap = 8;
+
+	if (k)
+		return k;
+	if (!(k = malloc(sizeof(*k) + cap * sizeof(k->k[0]))))
+		return NULL;
+	k->n = 0;
+	if (dwarf_child(scope, &child) == 0) {
+		do {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			if (!is_inner_scope(dwarf_tag(&child)))
+				continue;
+			/* dwarf_haspc's own test, range by range. */
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (k->n == cap) {
+					cap *= 2;
+					if (!(nk = realloc(k, sizeof(*k) + cap * sizeof(k->k[0])))) {
+						free(k);
+						return NULL;
+					}
+					k = nk;
+				}
+				k->k[k->n++] = (struct kid){ lo, hi, child };
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+	}
+	if (k->n == 0) {
+		free(k);
+		k = &no_kids;
+	} else if (k->n < cap && (nk = realloc(k, sizeof(*k) + k->n * sizeof(k->k[0])))) {
+		k = nk;
+	}
+	if (hmap_put(&c->kids, (uintptr_t)scope->addr, 0, k)) {
+		if (k != &no_kids)
+			free(k);
+		return NULL;
+	}
+	return k;
+}
+
+/* scan_scope through the cache. */
+static bool inner_scope(struct sym_ctx *c, Dwarf_Die *scope, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	const struct kids *k = kids_get(c, scope);
+
+	if (!k)
+		return scan_scope(scope, pc, out);
+	for (size_t i = 0; i < k->n; i++) {
+		if (pc >= k->k[i].lo && pc < k->k[i].hi) {
+			*out = k->k[i].die;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* From a function DIE down to the innermost inlined_subroutine containing
  * pc: out[0] = fn, out[1..] the inlined calls, outermost first. */
-static int descend(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die *out, int max)
+static int descend(struct sym_ctx *c, Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die *out, int max)
 {
 	Dwarf_Die cur = *fn, child;
 	int n = 0;
 
 	out[n++] = cur;
-	for (int depth = 0; depth < 256; depth++) {
-		bool found = false;
-		if (dwarf_child(&cur, &child) != 0)
-			break;
-		do {
-			int tag = dwarf_tag(&child);
-			if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block &&
-			    tag != DW_TAG_try_block && tag != DW_TAG_catch_block)
-				continue;
-			if (dwarf_haspc(&child, pc) <= 0)
-				continue;
-			if (tag == DW_TAG_inlined_subroutine) {
-				if (n == max)   /* keep the innermost ones */
-					memmove(out + 1, out + 2, (max - 2) * sizeof(*out)), n--;
-				out[n++] = child;
-			}
-			cur = child;
-			found = true;
-			break;
-		} while (dwarf_siblingof(&child, &child) == 0);
-		if (!found)
-			break;
+	for (int depth = 0; depth < 256 && inner_scope(c, &cur, pc, &child); depth++) {
+		if (dwarf_tag(&child) == DW_TAG_inlined_subroutine) {
+			if (n == max)   /* keep the innermost ones */
+				memmove(out + 1, out + 2, (max - 2) * sizeof(*out)), n--;
+			out[n++] = child;
+		}
+		cur = child;
 	}
 	return n;
 }
@@ -1114,20 +1286,13 @@ static void build_symtab(struct sym_mod *sm, Dwfl_Module *mod)
 static const struct sym_ent *find_sym(Dwfl_Module *mod, GElf_Addr addr)
 {
 	struct sym_mod *sm = mod_info(mod);
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!sm)
 		return NULL;
 	if (!sm->syms_done)
 		build_symtab(sm, mod);
-	hi = sm->nsyms;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (sm->syms[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = COUNT_LO_LE(sm->syms, sm->nsyms, addr);
 	/* Nested symbols are rare; look back a little for an enclosing one. */
 	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++)
 		if (addr < sm->syms[i].hi)
@@ -1209,7 +1374,7 @@ static Dwarf_Die *cu_for_addr(Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Addr *bia
 {
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, bias);
 	struct sym_mod *sm;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (cu)
 		return cu;
@@ -1217,14 +1382,7 @@ static Dwarf_Die *cu_for_addr(Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Addr *bia
 		return NULL;
 	if (!sm->cus_done)
 		build_cu_ranges(sm, mod);
-	hi = sm->ncus;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (sm->cus[mid].lo <= addr - *bias)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = COUNT_LO_LE(sm->cus, sm->ncus, addr - *bias);
 	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) {
 		if (addr - *bias < sm->cus[i].hi) {
 			*mem = sm->cus[i].cu;
@@ -1249,8 +1407,8 @@ static struct sym_res *resolve(struct sym_ctx *c, Dwfl_Module *mod, Dwarf_Addr a
 		struct cu_index *ci = cu_index_get(c, cudie);
 		Dwarf_Die fn;
 		if (ci && cu_index_find(ci, addr - bias, &fn))
-			n = descend(&fn, addr - bias, chain, MAX_INLINE);
-		if (n == 0)
+			n = descend(c, &fn, addr - bias, chain, MAX_INLINE);
+		if (n == 0 && top_has_pc(ci, cudie, addr - bias))
 			n = scopes_chain(cudie, addr - bias, chain, MAX_INLINE);
 		if ((l = dwarf_getsrc_die(cudie, addr - bias)) && (src = dwarf_linesrc(l, NULL, NULL))) {
 			dwarf_lineno(l, &line);
@@ -1270,11 +1428,12 @@ static struct sym_res *resolve(struct sym_ctx *c, Dwfl_Module *mod, Dwarf_Addr a
 				r->f[i].col = col > 0 ? col : 0;
 				/* No DW_AT_decl_file (assembler DIEs): the line
 				 * table still knows the source file. */
-				struct sym_func *fn = (struct sym_func *)r->f[i].fn;
+				struct sym_func *fn = r->f[i].fn;
 				char *dup;
 				if (!fn->file[0] && src && src[0] && (dup = strdup(src))) {
 					free(fn->file);
 					fn->file = dup;
+					fn->pass = 0;   /* its profile function changed */
 				}
 			} else {
 				r->f[i].line = attr_udata(&chain[k + 1], DW_AT_call_line);
@@ -1336,14 +1495,26 @@ static bool module_matches(Dwfl_Module *mod, const char *bid)
 	return !checkable_bid(bid) || strcasecmp(sm->bid, bid) == 0;
 }
 
-static struct sym_res *lookup(struct sym_ctx *c, uint64_t addr, const struct prof_mapping *m)
+/* A mapping's verdict on the module it last met (one sym_profile call):
+ * its locations almost always fall in a single module. */
+struct map_memo {
+	Dwfl_Module *mod;
+	bool ok;
+};
+
+static struct sym_res *lookup(struct sym_ctx *c, uint64_t addr, const struct prof_mapping *m,
+			      struct map_memo *mm)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(c->dwfl, addr);
 	struct sym_res *r;
 
 	if (!mod)
 		return &no_res;
-	if (m && !module_matches(mod, m->build_id))
+	if (m && mm->mod != mod) {
+		mm->mod = mod;
+		mm->ok = module_matches(mod, m->build_id);
+	}
+	if (m && !mm->ok)
 		return &no_res;
 	if ((r = hmap_get(&c->addrs, (uintptr_t)mod, addr)))
 		return r;
@@ -1357,16 +1528,34 @@ static struct sym_res *lookup(struct sym_ctx *c, uint64_t addr, const struct pro
 	return r;
 }
 
+/* The profile function for f in p, added once per sym_profile call. */
+static int64_t func_id(struct sym_ctx *c, struct profile *p, struct sym_func *f)
+{
+	int64_t fid;
+
+	if (f->pass == c->pass)
+		return f->fid;
+	fid = prof_add_function(p, f->name ? f->name : "??", f->sysname, f->file,
+				f->start_line);
+	if (fid >= 0) {
+		f->pass = c->pass;
+		f->fid = (uint32_t)fid;
+	}
+	return fid;
+}
+
 int sym_profile(struct sym_ctx *c, struct profile *p)
 {
 	struct prof_line lines[MAX_INLINE];
 	bool *done = calloc(p->nmaps + 1, sizeof(*done));
+	struct map_memo *memo = calloc(p->nmaps + 1, sizeof(*memo));
 	char name[PATH_MAX + 32];
 
-	if (!done || (c->pid && refresh_live(c, p) != 0)) {
-		free(done);
-		return -ENOMEM;
-	}
+	if (!done || !memo || (c->pid && refresh_live(c, p) != 0))
+		goto nomem;
+	/* A new pass: function ids remembered from another call belong to
+	 * another profile (or to this one before someone else changed it). */
+	c->pass++;
 	for (size_t i = 0; i < p->nmaps; i++)
 		done[i] = p->maps[i].has_functions;
 	for (size_t i = 0; i < p->nlocs; i++) {
@@ -1378,12 +1567,11 @@ int sym_profile(struct sym_ctx *c, struct profile *p)
 
 		if (p->locs[i].nlines || (m && done[mi]))
 			continue;
-		if (!(r = lookup(c, addr, m)))
+		if (!(r = lookup(c, addr, m, m ? &memo[mi] : NULL)))
 			goto nomem;
 		for (; n < r->n; n++) {
-			const struct sym_func *f = r->f[n].fn;
-			int64_t fid = prof_add_function(p, f->name ? f->name : "??", f->sysname,
-							f->file, f->start_line);
+			struct sym_func *f = r->f[n].fn;
+			int64_t fid = func_id(c, p, f);
 			if (fid < 0)
 				goto nomem;
 			lines[n] = (struct prof_line){ (uint32_t)fid, r->f[n].line, r->f[n].col };
@@ -1409,9 +1597,11 @@ int sym_profile(struct sym_ctx *c, struct profile *p)
 			goto nomem;
 	}
 	free(done);
+	free(memo);
 	return 0;
 nomem:
 	free(done);
+	free(memo);
 	return -ENOMEM;
 }
 
@@ -1430,12 +1620,17 @@ void sym_close(struct sym_ctx *c)
 		struct cu_index *ci = c->cus.e[i].v;
 		if (ci) {
 			free(ci->r);
+			free(ci->top);
 			free(ci);
 		}
 	}
+	for (size_t i = 0; i < c->kids.cap; i++)
+		if (c->kids.e[i].v != &no_kids)
+			free(c->kids.e[i].v);
 	free(c->addrs.e);
 	free(c->funcs.e);
 	free(c->cus.e);
+	free(c->kids.e);
 	while (c->mods) {
 		struct sym_mod *m = c->mods;
 		c->mods = m->next;

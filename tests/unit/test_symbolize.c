@@ -655,26 +655,31 @@ static void check_against_addr2line(const char *binary, const struct prof_mappin
 
 /* Symbolizes every `stride`-th address of mapping mi of the live process,
  * cold (new session) then warm (same session, cached), and reports the
- * rates.  No timing is asserted; the warm pass must give the same result. */
+ * rates.  No timing is asserted; the warm pass must give the same result,
+ * and so must a third pass into a profile whose function table already
+ * holds other functions (the session must not reuse another profile's
+ * function indexes). */
 static void bench(int pid, const struct profile *src, uint32_t mi, uint64_t stride)
 {
-	struct profile *p[2];
+	struct profile *p[3];
 	size_t nlines = 0;
 	double t[3];
 	struct sym_ctx *c;
 	char err[256];
 
-	for (int r = 0; r < 2; r++) {
+	for (int r = 0; r < 3; r++) {
 		p[r] = fresh_copy(src);
 		for (uint64_t a = src->maps[mi].start; a < src->maps[mi].limit; a += stride)
 			prof_new_location(p[r], a, mi);
 	}
+	CHECK(prof_add_function(p[2], "pre-existing", "", "", 1) == 0, "prof_add_function");
 	t[0] = now();
 	CHECK(sym_open_pid(pid, &c, err) == 0, "sym_open_pid: %s", err);
 	CHECK(sym_profile(c, p[0]) == 0, "sym_profile cold");
 	t[1] = now();
 	CHECK(sym_profile(c, p[1]) == 0, "sym_profile warm");
 	t[2] = now();
+	CHECK(sym_profile(c, p[2]) == 0, "sym_profile third");
 	sym_close(c);
 	size_t n = p[0]->nlocs - src->nlocs;
 	for (size_t i = 0; i < p[0]->nlocs; i++)
@@ -684,16 +689,17 @@ static void bench(int pid, const struct profile *src, uint32_t mi, uint64_t stri
 		p[0]->maps[mi].has_line_numbers ? "DWARF" : "ELF symbols", n, nlines,
 		n / (t[1] - t[0]), n / (t[2] - t[1]));
 	for (size_t i = 0; i < p[0]->nlocs; i++) {
-		char a[RLEN], b[RLEN];
+		char a[RLEN], b[RLEN], d[RLEN];
 		render(p[0], i, a, RLEN);
 		render(p[1], i, b, RLEN);
-		if (strcmp(a, b) != 0) {
-			CHECK(0, "warm result differs at %zu: %s / %s", i, a, b);
+		render(p[2], i, d, RLEN);
+		if (strcmp(a, b) != 0 || strcmp(a, d) != 0) {
+			CHECK(0, "warm result differs at %zu: %s / %s / %s", i, a, b, d);
 			break;
 		}
 	}
-	prof_free(p[0]);
-	prof_free(p[1]);
+	for (int r = 0; r < 3; r++)
+		prof_free(p[r]);
 }
 
 /* ---- the scenarios ------------------------------------------------------ */
