@@ -103,7 +103,9 @@ int inj_preflight(pid_t pid, struct inj_info *info, char reason[INJ_REASONLEN]);
  * worker could not be started) and *out is NULL.  Returns 0 or -errno:
  * preflight errors, -ETIMEDOUT (no safe point before the deadline, or the
  * hijacked thread did not come back: it then restores itself), -ESRCH
- * (process exited).
+ * (process exited).  While it holds a thread of the target, the calling
+ * thread runs pinned to that thread's CPU at nice -20 (when permitted);
+ * its affinity and nice value are put back before the next thread.
  */
 int inj_open(pid_t pid, const struct inj_opts *o, struct inj_proc **out, char reason[INJ_REASONLEN]);
 

@@ -15,6 +15,9 @@
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t inj_now_ns(void);
+/* One pause of a polling wait that has lasted waited_ns: a short sleep
+ * (20 us) at first, longer as the wait drags on (at most 2 ms). */
+void inj_pause(int64_t waited_ns);
 
 /* ---- ptrace.c: the only file that calls ptrace(2) and process_vm_*(2) ---- */
 
@@ -104,6 +107,8 @@ int proc_tasks(pid_t pid, pid_t **tids);
 
 /* State letter of a thread from /proc/PID/task/TID/stat, 0 if gone. */
 char proc_task_state(pid_t pid, pid_t tid);
+/* The CPU the thread last ran on (/proc/PID/task/TID/stat), -1 if unknown. */
+int proc_task_cpu(pid_t pid, pid_t tid);
 /* Syscall number the thread is blocked in (/proc/PID/task/TID/syscall),
  * -1 when running, -2 when unknown/gone. */
 long proc_task_syscall(pid_t pid, pid_t tid);
@@ -183,12 +188,19 @@ int mods_syms(struct mods *mods, struct mod *md);
 
 struct arch_regs;
 
+struct sp_page;
+struct sp_upt;
+
 struct safepoint {
 	void *as;                /* unw_addr_space_t */
 	void *upt;               /* _UPT handle of the process */
+	struct sp_upt *upts;     /* one more _UPT handle per module (its unwind table) */
+	int nupts;
 	struct mods *mods;
 	pid_t pid;
 	int memfd;
+	struct sp_page *pages;   /* target memory read during one unwind */
+	unsigned npages, next_page;
 };
 
 int safepoint_init(struct safepoint *sp, pid_t pid, int memfd, struct mods *mods);

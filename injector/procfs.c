@@ -213,24 +213,48 @@ int proc_tasks(pid_t pid, pid_t **tids)
 	return n;
 }
 
-char proc_task_state(pid_t pid, pid_t tid)
+/* /proc/PID/task/TID/stat into buf; returns its third field (the state)
+ * and what follows, or NULL. */
+static const char *task_stat(pid_t pid, pid_t tid, char *buf, size_t len)
 {
-	char path[80], buf[512], *p;
+	char path[80], *p;
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = 0;
 	/* comm may hold spaces and parentheses: the state follows the last ')'. */
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
+	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
+}
+
+char proc_task_state(pid_t pid, pid_t tid)
+{
+	char buf[1024];
+	const char *f = task_stat(pid, tid, buf, sizeof(buf));
+
+	return f ? f[0] : 0;
+}
+
+int proc_task_cpu(pid_t pid, pid_t tid)
+{
+	char buf[1024];
+	const char *f = task_stat(pid, tid, buf, sizeof(buf));
+
+	/* f is field 3 (state); "processor" is field 39. */
+	for (int i = 3; f && i < 39; i++) {
+		f = strchr(f, ' ');
+		if (f)
+			f++;
+	}
+	return f && *f >= '0' && *f <= '9' ? atoi(f) : -1;
 }
 
 

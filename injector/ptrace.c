@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -125,10 +124,20 @@ static bool pidfd_dead(int pidfd)
 	return poll(&pf, 1, 0) == 1;
 }
 
+void inj_pause(int64_t waited_ns)
+{
+	/* Sleep, never spin with sched_yield(): a tracer that stays runnable
+	 * keeps its CPU busy, so the thread it just resumed queues behind a
+	 * busy thread of the target for up to a scheduler tick per step. */
+	int64_t ns = waited_ns < 2000000 ? 20000 : waited_ns / 20;
+	struct timespec ts = { 0, ns < 20000 ? 20000 : ns > 2000000 ? 2000000 : ns };
+
+	nanosleep(&ts, NULL);
+}
+
 int pt_wait(pid_t tid, int pidfd, int64_t deadline_ns, int *status)
 {
 	int64_t start = inj_now_ns();
-	long spins = 0;
 
 	for (;;) {
 		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
@@ -145,16 +154,7 @@ int pt_wait(pid_t tid, int pidfd, int64_t deadline_ns, int *status)
 		int64_t now = inj_now_ns();
 		if (now >= deadline_ns)
 			return -ETIMEDOUT;
-		/* The stops we wait for come within microseconds while a thread
-		 * is kept from its own code: yield first, sleep only when the
-		 * wait drags on (a thread in uninterruptible sleep). */
-		if (now - start < 2000000 || ++spins < 64) {
-			sched_yield();
-		} else {
-			int64_t us = (now - start) / 20000;
-			struct timespec ts = { 0, (us < 50 ? 50 : us > 2000 ? 2000 : us) * 1000 };
-			nanosleep(&ts, NULL);
-		}
+		inj_pause(now - start);
 	}
 }
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <libunwind-ptrace.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -53,13 +54,102 @@ static bool is_unsafe_name(const char *n)
 static _Thread_local struct safepoint *cur_sp;
 static _Thread_local const struct arch_regs *cur_regs;
 
+/*
+ * An unwind reads a few hundred words when the caches are cold (the
+ * .eh_frame_hdr search table, FDEs and CIEs, the stack), clustered in a
+ * few pages, all while the thread is held: the words come from 4 KiB
+ * blocks read whole, one system call each, kept for the one unwind (the
+ * stack is only stable while the thread is).
+ */
+#define SP_PAGE 4096u
+#define SP_NPAGES 32
+
+struct sp_page {
+	uint64_t addr;
+	uint8_t data[SP_PAGE];
+};
+
+static void pages_forget(struct safepoint *sp)
+{
+	sp->npages = 0;
+	sp->next_page = 0;
+}
+
+static const uint8_t *page_get(struct safepoint *sp, uint64_t page)
+{
+	struct sp_page *pg;
+
+	for (unsigned i = 0; i < sp->npages; i++)
+		if (sp->pages[i].addr == page)
+			return sp->pages[i].data;
+	if (!sp->pages)
+		return NULL;
+	pg = &sp->pages[sp->next_page];
+	if (pt_read_mem(sp->pid, sp->memfd, page, pg->data, SP_PAGE))
+		return NULL;
+	pg->addr = page;
+	sp->next_page = (sp->next_page + 1) % SP_NPAGES;
+	if (sp->npages < SP_NPAGES)
+		sp->npages++;
+	return pg->data;
+}
+
+static int read_word(struct safepoint *sp, uint64_t addr, unw_word_t *val)
+{
+	uint64_t page = addr & ~(uint64_t)(SP_PAGE - 1), off = addr - page;
+	const uint8_t *d = off + sizeof(*val) <= SP_PAGE ? page_get(sp, page) : NULL;
+
+	if (d) {
+		memcpy(val, d + off, sizeof(*val));
+		return 0;
+	}
+	/* Across two blocks, or a block that cannot be read whole. */
+	return pt_read_mem(sp->pid, sp->memfd, addr, val, sizeof(*val));
+}
+
 static int sp_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
 {
 	if (write || !cur_sp)
 		return -UNW_EINVAL; /* never write into the target while judging it */
-	if (pt_read_mem(cur_sp->pid, cur_sp->memfd, addr, val, sizeof(*val)))
+	if (read_word(cur_sp, addr, val))
 		return -UNW_EINVAL;
 	return 0;
+}
+
+/*
+ * A _UPT handle remembers the unwind table of one module only: each time
+ * an unwind crosses from one module to another on a cold cache it reads
+ * /proc/PID/maps and maps the ELF file again, hundreds of microseconds
+ * per frame while the thread is held.  One handle per module keeps every
+ * table found (by safepoint_prewarm() too) for the whole session.
+ */
+#define SP_MAX_UPTS 64
+
+struct sp_upt {
+	uint64_t dev, ino, lo;
+	void *upt;
+};
+
+static void *upt_for(struct safepoint *sp, uint64_t ip)
+{
+	struct mod *md = mods_find(sp->mods, ip);
+	void *u;
+
+	if (!md)
+		return sp->upt;
+	for (int i = 0; i < sp->nupts; i++)
+		if (sp->upts[i].dev == md->dev && sp->upts[i].ino == md->ino && sp->upts[i].lo == md->lo)
+			return sp->upts[i].upt;
+	if (!sp->upts || sp->nupts == SP_MAX_UPTS || !(u = _UPT_create(sp->pid)))
+		return sp->upt;
+	sp->upts[sp->nupts++] = (struct sp_upt){ md->dev, md->ino, md->lo, u };
+	return u;
+}
+
+static int sp_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need_unwind_info,
+			     void *arg)
+{
+	return _UPT_find_proc_info(as, ip, pi, need_unwind_info, cur_sp ? upt_for(cur_sp, ip) : arg);
 }
 
 static int sp_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
@@ -85,22 +175,26 @@ int safepoint_init(struct safepoint *sp, pid_t pid, int memfd, struct mods *mods
 	sp->pid = pid;
 	sp->memfd = memfd;
 	sp->mods = mods;
+	sp->pages = malloc(SP_NPAGES * sizeof(*sp->pages)); /* none: word by word */
+	sp->upts = calloc(SP_MAX_UPTS, sizeof(*sp->upts));   /* none: the process's handle */
 	acc = _UPT_accessors;
 	acc.access_mem = sp_access_mem;
 	acc.access_reg = sp_access_reg;
 	acc.access_fpreg = sp_access_fpreg;
+	acc.find_proc_info = sp_find_proc_info;
 	acc.resume = NULL; /* we only look */
 	unw_addr_space_t as = unw_create_addr_space(&acc, 0);
-	if (!as)
+	if (!as) {
+		safepoint_fini(sp);
 		return -ENOMEM;
+	}
 	/* The global cache keeps what was learned per return address across
 	 * threads and rounds (and from safepoint_prewarm()). */
 	unw_set_caching_policy(as, UNW_CACHE_GLOBAL);
 	sp->as = as;
 	sp->upt = _UPT_create(pid);
 	if (!sp->upt) {
-		unw_destroy_addr_space(as);
-		sp->as = NULL;
+		safepoint_fini(sp);
 		return -ENOMEM;
 	}
 	return 0;
@@ -108,12 +202,19 @@ int safepoint_init(struct safepoint *sp, pid_t pid, int memfd, struct mods *mods
 
 void safepoint_fini(struct safepoint *sp)
 {
+	for (int i = 0; i < sp->nupts; i++)
+		_UPT_destroy(sp->upts[i].upt);
 	if (sp->upt)
 		_UPT_destroy(sp->upt);
 	if (sp->as)
 		unw_destroy_addr_space((unw_addr_space_t)sp->as);
+	free(sp->upts);
+	free(sp->pages);
 	sp->as = NULL;
 	sp->upt = NULL;
+	sp->upts = NULL;
+	sp->nupts = 0;
+	sp->pages = NULL;
 }
 
 void safepoint_prewarm(struct safepoint *sp, pid_t tid, int64_t budget_ns)
@@ -132,6 +233,7 @@ void safepoint_prewarm(struct safepoint *sp, pid_t tid, int64_t budget_ns)
 		return;
 	memset(&r, 0, sizeof(r));
 	arch_fake_regs(&r, pc, stk);
+	pages_forget(sp);
 	cur_sp = sp;
 	cur_regs = &r;
 	if (unw_init_remote(&c, (unw_addr_space_t)sp->as, sp->upt) == 0)
@@ -151,6 +253,7 @@ int safepoint_check(struct safepoint *sp, pid_t tid, const struct arch_regs *reg
 	int r, depth = 0, run_start = -1, ret = 1;
 	bool leaf_run = false;
 
+	pages_forget(sp);
 	cur_sp = sp;
 	cur_regs = regs;
 	r = unw_init_remote(&c, (unw_addr_space_t)sp->as, sp->upt);
@@ -244,6 +347,7 @@ int safepoint_check(struct safepoint *sp, pid_t tid, const struct arch_regs *reg
 		ret = 0;
 	}
 out:
+	pages_forget(sp);
 	cur_sp = NULL;
 	cur_regs = NULL;
 	return ret;
