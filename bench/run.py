@@ -141,8 +141,16 @@ class Heapsnap(Attach):
 
     def attach(self, t):
         t0 = now()
-        hs("start", t.pid, "--rate", self.rate)
-        return now() - t0
+        r = hs("start", t.pid, "--rate", self.rate, "--json")
+        w = now() - t0
+        # The injector's own account: how long the borrowed thread was kept
+        # from its own code (from the tracer's side, immune to the box's
+        # scheduling noise that the in-target gaps also see).
+        try:
+            self.inj = json.loads(r.stdout)
+        except ValueError:
+            self.inj = {}
+        return w
 
 
 class Heaptrack(Attach):
@@ -347,7 +355,7 @@ def figure2():
     argv = [os.path.join(BIN, "mh_glibc"), "2"]
     rows = []
     for c in comps:
-        wall, m_att, w_att, m_base, w_base, errors = [], [], [], [], [], []
+        wall, m_att, w_att, m_base, w_base, errors, held = [], [], [], [], [], [], []
         for run in range(RUNS if not SMOKE else 1):
             t = Target(argv)
             try:
@@ -359,6 +367,8 @@ def figure2():
                 if w < window:
                     time.sleep(window - w)
                 ma, wa = stalls(t.phase())
+                if getattr(c, "inj", None) and "hijacked_stopped_us" in c.inj:
+                    held.append(c.inj["hijacked_stopped_us"])
                 wall.append(w)
                 m_att.append(ma)
                 w_att.append(wa)
@@ -372,12 +382,14 @@ def figure2():
         rows.append({"tool": c.name, "wall_ms": summary([x * 1e3 for x in wall]),
                      "hijacked_thread_stall_us": summary(m_att), "other_threads_max_gap_us": summary(w_att),
                      "baseline_sleeper_stall_us": summary(m_base), "baseline_workers_max_gap_us": summary(w_base),
-                     "errors": errors[:3]})
+                     "hijacked_thread_held_us": summary(held), "errors": errors[:3]})
         r = rows[-1]
-        print("  %-14s wall %s ms  hijacked(sleeping main) stall %s us (baseline %s)  workers max gap %s us (baseline %s)" % (
-            r["tool"], fmt_s(r["wall_ms"], "%.0f"), fmt_s(r["hijacked_thread_stall_us"], "%.0f"),
-            fmt_s(r["baseline_sleeper_stall_us"], "%.0f"), fmt_s(r["other_threads_max_gap_us"], "%.0f"),
-            fmt_s(r["baseline_workers_max_gap_us"], "%.0f")), flush=True)
+        print("  %-14s wall %s ms  hijacked(sleeping main) stall %s us (baseline %s), held by the injector %s us  "
+              "workers max gap %s us (baseline %s)" % (
+                  r["tool"], fmt_s(r["wall_ms"], "%.0f"), fmt_s(r["hijacked_thread_stall_us"], "%.0f"),
+                  fmt_s(r["baseline_sleeper_stall_us"], "%.0f"), fmt_s(r["hijacked_thread_held_us"], "%.0f"),
+                  fmt_s(r["other_threads_max_gap_us"], "%.0f"), fmt_s(r["baseline_workers_max_gap_us"], "%.0f")),
+              flush=True)
     return {"figure": 2, "title": "attach: wall time to sampling, stalls seen inside the target (mh_glibc 2 threads)",
             "window_s": window, "note": "stalls are max gaps in a %.1f s window holding the attach, "
             "baseline: the same window just before; the probe (main) thread sleeps 1 ms per loop, so it is the "
@@ -647,8 +659,10 @@ def print_goals(res):
             lines.append("attach: sampling within 200 ms: %.0f ms: %s" % (
                 med(r["wall_ms"]), verdict(med(r["wall_ms"]) < 200)))
             st, base = med(r["hijacked_thread_stall_us"]), med(r["baseline_sleeper_stall_us"])
-            lines.append("attach: hijacked thread stalls < 5 ms: %.1f ms (%.1f ms without an attach): %s" % (
-                st / 1e3, base / 1e3, verdict(st < 5000)))
+            held = med(r.get("hijacked_thread_held_us"))
+            lines.append("attach: hijacked thread stalls < 5 ms: %.1f ms seen inside (%.1f ms without an attach), "
+                         "held %.2f ms by the injector: %s" % (
+                             st / 1e3, base / 1e3, (held or 0) / 1e3, verdict(st < 5000)))
             ot, obase = med(r["other_threads_max_gap_us"]), med(r["baseline_workers_max_gap_us"])
             lines.append("attach: other threads < 1 ms: %.1f ms (%.1f ms without an attach): %s" % (
                 ot / 1e3, obase / 1e3, verdict(ot < 1000)))

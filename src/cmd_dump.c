@@ -233,7 +233,7 @@ int do_dump(int argc, char **argv)
 	}
 	if (ret == -ENOENT && !jem) {
 		bool already;
-		ret = cmd_live_load_start(&o, &already);
+		ret = cmd_live_load_start(&o, &already, NULL);
 		if (ret)
 			return ret;
 		r.loaded_here = !already;

@@ -168,11 +168,11 @@ int cmd_live_conn_error(const struct cmd_live *o, int err)
 	}
 }
 
-int cmd_live_load_start(const struct cmd_live *o, bool *already)
+int cmd_live_load_start(const struct cmd_live *o, bool *already, struct inj_stats *stats)
 {
 	char reason[LIVECTL_REASONLEN];
 	bool left;
-	int ret = livectl_start(o->pid, o->rate, o->unwinder, o->timeout_ms, already, &left, reason);
+	int ret = livectl_start(o->pid, o->rate, o->unwinder, o->timeout_ms, already, &left, reason, stats);
 
 	if (!ret)
 		return HS_OK;

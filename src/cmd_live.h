@@ -46,9 +46,11 @@ int cmd_live_parse(struct cmd_live *o, const char *cmd, int argc, char **argv, u
 int cmd_live_conn_error(const struct cmd_live *o, int err);
 
 /* Loads the payload and starts sampling at o->rate (messages and hints
- * printed on failure).  *already is set when it was sampling already.
+ * printed on failure).  *already is set when it was sampling already;
+ * *stats (if not NULL) gets the injector's figures.
  * Returns an hs_exit. */
-int cmd_live_load_start(const struct cmd_live *o, bool *already);
+struct inj_stats;
+int cmd_live_load_start(const struct cmd_live *o, bool *already, struct inj_stats *stats);
 
 struct profile;
 /* Takes a snapshot of pid (whose payload must be listening), symbolizes it

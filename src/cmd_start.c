@@ -8,6 +8,7 @@
 #include "cmd_live.h"
 #include "cmd_report.h"
 #include "hs.h"
+#include "injector.h"
 #include "json.h"
 #include "live.h"
 #include "livegp.h"
@@ -19,6 +20,8 @@ struct start_result {
 	bool already;
 	bool resumed;
 	const char *backend;    /* NULL: interpose */
+	bool loaded;            /* this command loaded the payload: inj is filled */
+	struct inj_stats inj;
 };
 
 static int fill_json(FILE *f, void *ctx)
@@ -34,6 +37,14 @@ static int fill_json(FILE *f, void *ctx)
 	json_kv_uint(&j, "rate", r->rate);
 	json_kv_bool(&j, "already_running", r->already);
 	json_kv_bool(&j, "resumed", r->resumed);
+	if (r->loaded) {
+		/* What loading cost the target: how long the one thread it
+		 * borrowed was kept from its own code, and the wall times. */
+		json_kv_uint(&j, "hijacked_tid", (uint64_t)r->inj.hijacked_tid);
+		json_kv_uint(&j, "hijacked_stopped_us", r->inj.stopped_us);
+		json_kv_uint(&j, "candidates_max_stopped_us", r->inj.others_max_stopped_us);
+		json_kv_uint(&j, "load_wall_us", r->inj.wall_us);
+	}
 	json_obj_close(&j);
 	return json_end(&j);
 }
@@ -156,9 +167,10 @@ int do_start(int argc, char **argv)
 	if (ret < 0)
 		return cmd_live_conn_error(&o, ret);
 	if (ret == 0) {
-		ret = cmd_live_load_start(&o, &res.already);
+		ret = cmd_live_load_start(&o, &res.already, &res.inj);
 		if (ret)
 			return ret;
+		res.loaded = true;
 	}
 	if (opt_json) {
 		ret = cmd_report_emit(fill_json, &res);

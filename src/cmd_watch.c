@@ -273,7 +273,7 @@ int do_watch(int argc, char **argv)
 		hs_err("cannot create '%s': %s", w.dir, strerror(errno));
 		return HS_FAIL;
 	}
-	ret = cmd_live_load_start(&w.live, &already);
+	ret = cmd_live_load_start(&w.live, &already, NULL);
 	if (ret)
 		return ret;
 	watch_stop = 0;

@@ -162,7 +162,7 @@ static int open_and_load(int pid, char path[PATH_MAX], int timeout_ms, struct in
 }
 
 int livectl_start(int pid, uint64_t rate, unsigned unwinder, int timeout_ms, bool *already,
-		  bool *left_loaded, char reason[LIVECTL_REASONLEN])
+		  bool *left_loaded, char reason[LIVECTL_REASONLEN], struct inj_stats *stats)
 {
 	struct inj_proc *p = NULL;
 	char r[INJ_REASONLEN], path[PATH_MAX];
@@ -198,6 +198,8 @@ int livectl_start(int pid, uint64_t rate, unsigned unwinder, int timeout_ms, boo
 		}
 	}
 out:
+	if (stats)
+		inj_get_stats(p, stats);
 	if (inj_close(p) && !err)
 		*left_loaded = true;
 	return err;

@@ -22,8 +22,11 @@ bool livectl_payload_mapped(int pid, char *path, size_t len);
  * may remain in the target after the failure (exit status 2 territory).
  * Never prints.  timeout_ms bounds each injector step.
  */
+struct inj_stats;
+/* (*stats, when not NULL, gets the injector's figures: how long the
+ * hijacked thread was kept from its own code, wall times.) */
 int livectl_start(int pid, uint64_t rate, unsigned unwinder, int timeout_ms, bool *already,
-		  bool *left_loaded, char reason[LIVECTL_REASONLEN]);
+		  bool *left_loaded, char reason[LIVECTL_REASONLEN], struct inj_stats *stats);
 
 /*
  * Stops the payload in pid (hsp_prepare_unload: hooks out, drained, control
