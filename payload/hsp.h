@@ -202,14 +202,16 @@ struct ltab {
 	size_t cap, mask;
 	unsigned shift;
 	uintptr_t *keys;
-	/* How many live keys hash to each byte (a counting filter of 8-16
-	 * bytes per live key, 1 KiB at least, 255 sticks): a free() of an
-	 * unsampled pointer usually stops at this small array instead of
-	 * missing on `keys`.  Live keys only: malloc hands freed addresses
-	 * out again at once, so bits remembering every key ever sampled
-	 * would keep sending their frees on to `keys`. */
-	uint8_t *filter;
-	size_t fmask;
+	/* One bit per filter slot: set while a live key hashes to the slot
+	 * (32-64 slots per live key, 8192 at least: 1 KiB of bits): a
+	 * free() of an unsampled pointer usually stops at this small array,
+	 * which stays in L1, instead of missing on `keys`.  Live keys only:
+	 * malloc hands freed addresses out again at once, so bits
+	 * remembering every key ever sampled would keep sending their frees
+	 * on to `keys`.  The counts behind the bits (`fcount`) are only
+	 * touched under the lock. */
+	uint8_t *fbits;
+	size_t fmask;           /* filter slots - 1 */
 	/* Written under the lock, on their own cache line so the writes do
 	 * not evict the line above from the other threads' caches. */
 	size_t used __attribute__((aligned(64))); /* live + tombstones */
@@ -218,6 +220,7 @@ struct ltab {
 	uint64_t retired_ns;
 	struct ltab *next;      /* retired list */
 	struct live_rec *recs;
+	uint8_t *fcount;        /* live keys per filter slot, 255 sticks (after recs) */
 };
 /* The current live table, published with release stores, alone on its
  * cache line: every free() in every thread reads it. */
@@ -245,7 +248,8 @@ static inline bool table_maybe(const void *p)
 
 	if (!t || k <= LT_TOMB)
 		return false;
-	if (!LOAD_RELAXED(&t->filter[table_filter_slot(t, k)]))
+	size_t f = table_filter_slot(t, k);
+	if (!((LOAD_RELAXED(&t->fbits[f >> 3]) >> (f & 7)) & 1))
 		return false;
 	size_t i = table_hash(k, t->shift);
 	for (size_t n = 0; n <= t->mask; n++) {

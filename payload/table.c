@@ -52,14 +52,15 @@ static bool snapping;           /* a copy of the live table is under way */
 
 /*
  * The filter is sized for the live keys, not the slots: every free() of
- * the program reads one random byte of it, so it must stay in L1 when few
+ * the program reads one random bit of it, so it must stay in L1 when few
  * samples are live (a byte-rate sampler often has only tens of live
  * samples while the program frees millions of objects a second).  It gets
- * FILTER_PER_LIVE bytes per live key when built and is rebuilt at half
- * that, so false hits stay under 1/8.
+ * FILTER_PER_LIVE slots (bits) per live key when built and is rebuilt at
+ * half that, so false hits stay under 1/32: 1 KiB of bits for up to 128
+ * live samples.
  */
-#define FILTER_MIN 1024
-#define FILTER_PER_LIVE 16
+#define FILTER_MIN 8192
+#define FILTER_PER_LIVE 64
 
 static size_t filter_size(size_t live)
 {
@@ -70,17 +71,18 @@ static size_t filter_size(size_t live)
 }
 
 /*
- * One mapping: header, keys and filter (what lock-free probes read), then,
- * on their own pages, the records (read only under the lock).  A retired
- * table gives its records back at once and keeps the probed part until
- * table_reap: with frees hitting tombstones, tables are rebuilt often.
+ * One mapping: header, keys and filter bits (what lock-free probes read),
+ * then, on their own pages, the records and filter counts (only touched
+ * under the lock).  A retired table gives those back at once and keeps
+ * the probed part until table_reap: with frees hitting tombstones, tables
+ * are rebuilt often.
  */
 #define PAGE_ROUND(n) (((n) + 4095) & ~(size_t)4095)
 
 static struct ltab *lt_new(size_t cap, size_t fsize)
 {
-	size_t probed = PAGE_ROUND(sizeof(struct ltab) + cap * sizeof(uintptr_t) + fsize);
-	size_t len = probed + PAGE_ROUND(cap * sizeof(struct live_rec));
+	size_t probed = PAGE_ROUND(sizeof(struct ltab) + cap * sizeof(uintptr_t) + fsize / 8);
+	size_t len = probed + PAGE_ROUND(cap * sizeof(struct live_rec) + fsize);
 	struct ltab *t = mem_map(len);
 	unsigned bits = 0;
 
@@ -93,9 +95,10 @@ static struct ltab *lt_new(size_t cap, size_t fsize)
 	t->shift = 64 - bits;
 	t->maplen = len;
 	t->keys = (uintptr_t *)(t + 1);
-	t->filter = (uint8_t *)(t->keys + cap);
+	t->fbits = (uint8_t *)(t->keys + cap);
 	t->fmask = fsize - 1;
 	t->recs = (struct live_rec *)((char *)t + probed);
+	t->fcount = (uint8_t *)(t->recs + cap);
 	return t;
 }
 
@@ -105,6 +108,7 @@ static void lt_retire(struct ltab *t)
 	size_t probed = (size_t)((char *)t->recs - (char *)t);
 	mem_unmap(t->recs, t->maplen - probed);
 	t->recs = NULL;
+	t->fcount = NULL;
 	t->maplen = probed;
 	t->retired_ns = payload_now_ns();
 	t->next = retired;
@@ -126,6 +130,23 @@ static ssize_t lt_find(struct ltab *t, uintptr_t k)
 	return -1;
 }
 
+/* Under tlock: counts k in or out of the filter; its bit follows whether
+ * the slot's count is zero (a count that reached 255 stays). */
+static void filter_add(struct ltab *t, uintptr_t k, int d)
+{
+	size_t f = table_filter_slot(t, k);
+	uint8_t c = t->fcount[f], *b = &t->fbits[f >> 3], m = (uint8_t)(1u << (f & 7));
+
+	if (c == 255)
+		return;
+	c = (uint8_t)(c + d);
+	t->fcount[f] = c;
+	if (c == 1 && d > 0)
+		STORE_RELAXED(b, (uint8_t)(*b | m));
+	else if (c == 0)
+		STORE_RELAXED(b, (uint8_t)(*b & ~m));
+}
+
 /* Under tlock, into a table with room (no existing k). */
 static void lt_put(struct ltab *t, uintptr_t k, const struct live_rec *r)
 {
@@ -133,10 +154,8 @@ static void lt_put(struct ltab *t, uintptr_t k, const struct live_rec *r)
 	for (;;) {
 		uintptr_t s = t->keys[i];
 		if (s == EMPTY || s == TOMB) {
-			uint8_t *f = &t->filter[table_filter_slot(t, k)];
 			t->recs[i] = *r;
-			if (*f != 255)
-				STORE_RELAXED(f, (uint8_t)(*f + 1));
+			filter_add(t, k, 1);
 			if (s == EMPTY)
 				t->used++;
 			t->live++;
@@ -156,7 +175,7 @@ static bool lt_reserve(void)
 
 	/* Rebuilt at half full: tombstones lengthen every probe of a free()
 	 * that gets past the filter and misses; and when the live keys
-	 * outgrow the filter (false hits above 1/8). */
+	 * outgrow the filter (false hits above 1/32). */
 	if (t && (t->used + 1) * 2 <= t->cap && (t->live + 1) * FILTER_PER_LIVE / 2 <= t->fmask + 1)
 		return true;
 	/* While a snapshot copies this table chunk by chunk, a rebuild would
@@ -274,11 +293,9 @@ bool table_remove(const void *p, struct live_rec *out)
 			live_bytes -= cur->recs[i].size;
 			cur->live--;
 			STORE(&cur->keys[i], (uintptr_t)TOMB);
-			/* After the key is gone: a prober that still sees the count
+			/* After the key is gone: a prober that still sees the bit
 			 * finds the tombstone. */
-			uint8_t *f = &cur->filter[table_filter_slot(cur, k)];
-			if (*f != 255)
-				STORE_RELAXED(f, (uint8_t)(*f - 1));
+			filter_add(cur, k, -1);
 			found = true;
 		}
 	}
