@@ -110,6 +110,9 @@ static int take_jemalloc(const struct cmd_live *o, const struct livejem_info *in
 		}
 	}
 	ret = livejem_dump(o->pid, o->timeout_ms, since_start, out, &left, reason);
+	if (!since_start && o->keep && livejem_mark(o->pid, true))
+		hs_warn("cannot note that heapsnap activated jemalloc's profiler: 'heapsnap stop %d' "
+			"will leave it on", o->pid);
 	if (!since_start && !o->keep) {
 		char r2[LIVECTL_REASONLEN];
 		bool l2 = false;

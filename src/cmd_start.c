@@ -91,6 +91,10 @@ static int start_jemalloc(const struct cmd_live *o, const struct livejem_info *i
 		ret = livejem_activate(o->pid, o->timeout_ms, true, o->rate_given ? lg : -1, &left, reason);
 	if (ret)
 		return cmd_live_step_error(o, "activate jemalloc's profiler", ret, left, reason);
+	/* So that `stop` switches off what heapsnap switched on, and only that. */
+	if (!info->prof_active && livejem_mark(o->pid, true))
+		hs_warn("cannot note that heapsnap activated jemalloc's profiler: 'heapsnap stop %d' "
+			"will leave it on", o->pid);
 	if (opt_json) {
 		struct start_result res = { .pid = o->pid, .rate = lg >= 0 ? 1ull << lg : 0,
 					    .already = info->prof_active && !o->rate_given,

@@ -9,11 +9,13 @@
 #include "json.h"
 #include "livectl.h"
 #include "livegp.h"
+#include "livejem.h"
 
 struct stop_result {
 	int pid;
 	bool was_loaded;
 	bool gperf_stopped;     /* heapsnap's gperftools heap profiler stopped */
+	bool jemalloc_stopped;  /* jemalloc's profiler, switched on by heapsnap, switched off */
 };
 
 static int fill_json(FILE *f, void *ctx)
@@ -27,6 +29,7 @@ static int fill_json(FILE *f, void *ctx)
 	json_kv_bool(&j, "was_loaded", r->was_loaded);
 	json_kv_bool(&j, "unloaded", r->was_loaded);
 	json_kv_bool(&j, "gperftools_profiler_stopped", r->gperf_stopped);
+	json_kv_bool(&j, "jemalloc_profiler_stopped", r->jemalloc_stopped);
 	json_obj_close(&j);
 	return json_end(&j);
 }
@@ -51,6 +54,17 @@ int do_stop(int argc, char **argv)
 		if (ret)
 			return cmd_live_step_error(&o, "stop gperftools' heap profiler", ret, left, reason);
 	}
+	/* Likewise jemalloc's profiler, when heapsnap switched it on (the
+	 * payload comes and goes again for the mallctl). */
+	if (livejem_maybe(o.pid) && livejem_marked(o.pid)) {
+		char reason[LIVECTL_REASONLEN];
+		bool left = false;
+		ret = livejem_activate(o.pid, o.timeout_ms, false, -1, &left, reason);
+		if (ret)
+			return cmd_live_step_error(&o, "switch jemalloc's profiler off", ret, left, reason);
+		livejem_mark(o.pid, false);
+		r.jemalloc_stopped = true;
+	}
 	ret = cmd_live_unload(&o, &r.was_loaded);
 	if (ret)
 		return ret;
@@ -62,9 +76,11 @@ int do_stop(int argc, char **argv)
 	}
 	if (r.gperf_stopped && !opt_quiet)
 		printf("pid %d: gperftools' heap profiler (started by heapsnap) stopped\n", o.pid);
-	if (!r.was_loaded && !r.gperf_stopped)
+	if (r.jemalloc_stopped && !opt_quiet)
+		printf("pid %d: jemalloc's profiler (switched on by heapsnap) switched off\n", o.pid);
+	if (!r.was_loaded && !r.gperf_stopped && !r.jemalloc_stopped)
 		printf("pid %d: heapsnap is not running there\n", o.pid);
-	else if (!opt_quiet)
+	else if (r.was_loaded && !opt_quiet)
 		printf("pid %d: sampling stopped, heapsnap unloaded\n", o.pid);
 	return HS_OK;
 }

@@ -68,6 +68,77 @@ int livejem_activate(int pid, int timeout_ms, bool on, int lg_sample, bool *left
 	return ret;
 }
 
+/* Field 22 of /proc/PID/stat, the start time in clock ticks; 0 unknown. */
+static unsigned long long proc_start_time(int pid)
+{
+	char path[64], buf[1024];
+	unsigned long long t = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* After the command name, which may hold spaces and parentheses. */
+	char *p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+			 "%*d %*d %llu", &t) != 1)
+		return 0;
+	return t;
+}
+
+static void marker_path(int pid, char *path, size_t len)
+{
+	snprintf(path, len, "/proc/%d/root/tmp/heapsnap-je-active.%d", pid, pid);
+}
+
+int livejem_mark(int pid, bool on)
+{
+	char path[96], buf[32];
+	unsigned long long t = proc_start_time(pid);
+
+	marker_path(pid, path, sizeof(path));
+	if (!on)
+		return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
+	if (!t)
+		return -ESRCH;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	int len = snprintf(buf, sizeof(buf), "%llu\n", t);
+	int ret = write(fd, buf, (size_t)len) == len ? 0 : -EIO;
+	close(fd);
+	return ret;
+}
+
+bool livejem_marked(int pid)
+{
+	char path[96], buf[32];
+	unsigned long long t = proc_start_time(pid), m = 0;
+
+	marker_path(pid, path, sizeof(path));
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	if (sscanf(buf, "%llu", &m) != 1 || !t || m != t) {
+		/* Another process that had this pid: not ours to act on. */
+		unlink(path);
+		return false;
+	}
+	return true;
+}
+
 int livejem_dump(int pid, int timeout_ms, bool since_start, struct profile **out, bool *left_loaded,
 		 char reason[LIVECTL_REASONLEN])
 {

@@ -33,6 +33,16 @@ int livejem_probe(int pid, int timeout_ms, struct livejem_info *info, bool *left
 int livejem_activate(int pid, int timeout_ms, bool on, int lg_sample, bool *left_loaded,
 		     char reason[LIVECTL_REASONLEN]);
 
+/*
+ * Remembers, across heapsnap commands, that heapsnap switched pid's
+ * jemalloc profiler on (so `stop` switches it off again, and never one the
+ * program switched on): a marker in the process's own /tmp, named after
+ * the pid and holding its start time (a recycled pid does not match).
+ * livejem_mark returns 0 or -errno; livejem_marked tells whether it is there.
+ */
+int livejem_mark(int pid, bool on);
+bool livejem_marked(int pid);
+
 /* lg_sample for a mean sampling rate in bytes: round(log2(rate)). */
 int livejem_lg(uint64_t rate);
 

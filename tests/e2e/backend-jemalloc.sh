@@ -44,6 +44,24 @@ expect_eq "$rc" 0 "dump after start: $err"
 expect_site activated.pb.gz site_late
 [ -z "$(top_flat activated.pb.gz inuse_space site_early)" ] ||
 	fail "site_early (before activation) in the profile"
+# stop switches off what start switched on (and says so), nothing stays.
+run_hs stop "$TGT_PID"
+expect_eq "$rc" 0 "stop after start --backend jemalloc: $err"
+expect_match "$out" "jemalloc's profiler \(switched on by heapsnap\) switched off" "stop switches it off"
+run_hs stats "$TGT_PID"
+expect_match "$out" "prof.active +0" "prof.active after stop"
+[ -e "/proc/$TGT_PID/root/tmp/heapsnap-je-active.$TGT_PID" ] && fail "marker left after stop"
+expect_eq "$(loaded)" 0 "payload not left behind by stop"
+stop_target KILL
+
+# --- the program's own prof_active:true: stop leaves it on -------------------
+LD_PRELOAD=$JE MALLOC_CONF=prof:true,lg_prof_sample:0 start_target "$TARGETS/be_sites"
+run_hs start --backend jemalloc "$TGT_PID"
+expect_eq "$rc" 0 "start on an active profiler: $err"
+run_hs stop "$TGT_PID"
+expect_eq "$rc" 0 "stop: $err"
+run_hs stats "$TGT_PID"
+expect_match "$out" "prof.active +1" "the program's own prof.active stays on"
 stop_target KILL
 
 # --- opt.prof false (the usual case): say so, fall back to interpose -----------
