@@ -10,6 +10,8 @@
 #include "hs.h"
 #include "json.h"
 #include "live.h"
+#include "livegp.h"
+#include "livejem.h"
 #include "livectl.h"
 
 struct status_result {
@@ -17,6 +19,8 @@ struct status_result {
 	bool loaded;            /* the payload is mapped */
 	bool answering;         /* its control thread answered */
 	struct hsp_status st;
+	bool jemalloc_ours;     /* jemalloc's profiler, switched on by heapsnap (jemalloc backend) */
+	bool gperf_ours;        /* gperftools' heap profiler, started by heapsnap */
 };
 
 static const char *unwinder_name(uint32_t u)
@@ -40,6 +44,8 @@ static int fill_json(FILE *f, void *ctx)
 	json_obj_open(&j);
 	json_kv_int(&j, "pid", r->pid);
 	json_kv_bool(&j, "loaded", r->loaded);
+	json_kv_bool(&j, "jemalloc_profiler_by_heapsnap", r->jemalloc_ours);
+	json_kv_bool(&j, "gperftools_profiler_by_heapsnap", r->gperf_ours);
 	if (r->answering) {
 		json_kv_str(&j, "state", live_state_name(s->state));
 		json_kv_str(&j, "backend", s->backend);
@@ -84,8 +90,16 @@ static void print_plain(const struct status_result *r)
 {
 	const struct hsp_status *s = &r->st;
 
+	/* The native backends leave nothing of heapsnap loaded. */
+	if (r->jemalloc_ours)
+		printf("pid %d: jemalloc's profiler is on, switched on by heapsnap (jemalloc backend; "
+		       "'heapsnap dump' reads it, 'heapsnap stop %d' switches it off)\n", r->pid, r->pid);
+	if (r->gperf_ours)
+		printf("pid %d: gperftools' heap profiler is running, started by heapsnap (gperftools "
+		       "backend; 'heapsnap stop %d' stops it)\n", r->pid, r->pid);
 	if (!r->loaded) {
-		printf("pid %d: heapsnap is not loaded\n", r->pid);
+		if (!r->jemalloc_ours && !r->gperf_ours)
+			printf("pid %d: heapsnap is not loaded\n", r->pid);
 		return;
 	}
 	if (!r->answering) {
@@ -146,6 +160,8 @@ int do_status(int argc, char **argv)
 	}
 	if (ret)
 		return cmd_live_conn_error(&o, ret);
+	r.jemalloc_ours = livejem_maybe(o.pid) && livejem_marked(o.pid);
+	r.gperf_ours = livegp_maybe(o.pid) && livegp_ours(o.pid);
 	if (opt_json) {
 		ret = cmd_report_emit(fill_json, &r);
 		if (ret)

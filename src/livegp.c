@@ -40,6 +40,12 @@ static bool our_dir(int pid, char *out, size_t len)
 	return found;
 }
 
+bool livegp_ours(int pid)
+{
+	char dir[512];
+	return our_dir(pid, dir, sizeof(dir));
+}
+
 int livegp_probe(int pid, int timeout_ms, bool *running, bool *ours, bool *left_loaded,
 		 char reason[LIVECTL_REASONLEN])
 {

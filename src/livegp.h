@@ -10,6 +10,9 @@
 /* Does pid map a tcmalloc with the heap profiler (libtcmalloc.so,
  * libtcmalloc_and_profiler.so; not _minimal)?  /proc only. */
 bool livegp_maybe(int pid);
+/* Has heapsnap started gperftools' heap profiler in pid (its profile
+ * directory is in the process's /tmp)?  /proc only. */
+bool livegp_ours(int pid);
 
 /* Is the heap profiler running in pid, and did heapsnap start it (its
  * /tmp/heapsnap-gp.<pid>.* directory exists)?  -ENOENT when pid has no heap

@@ -42,6 +42,8 @@ run_hs start --backend gperftools "$TGT_PID"
 expect_eq "$rc" 0 "start --backend gperftools: $err"
 expect_match "$out" "heap profiler started" "start starts it"
 expect_eq "$(running)" 1 "profiler running after start"
+run_hs status "$TGT_PID"
+expect_match "$out" "gperftools' heap profiler is running, started by heapsnap" "status shows the gperftools backend"
 late
 run_hs dump --backend gperftools "$TGT_PID" -o started.pb.gz
 expect_eq "$rc" 0 "dump: $err"

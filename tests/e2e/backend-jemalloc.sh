@@ -38,6 +38,8 @@ LD_PRELOAD=$JE MALLOC_CONF=prof:true,prof_active:false,lg_prof_sample:0 start_ta
 run_hs start --backend jemalloc "$TGT_PID"
 expect_eq "$rc" 0 "start --backend jemalloc: $err"
 expect_match "$out" "jemalloc's profiler active" "start activates the profiler"
+run_hs status "$TGT_PID"
+expect_match "$out" "jemalloc's profiler is on, switched on by heapsnap" "status shows the jemalloc backend"
 late
 run_hs dump --backend jemalloc "$TGT_PID" -o activated.pb.gz
 expect_eq "$rc" 0 "dump after start: $err"
