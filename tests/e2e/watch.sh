@@ -68,10 +68,12 @@ assert rows[0]["reason"] == "first" and rows[1]["reason"] == "growth", rows
 assert rows[1]["growth"] > 1 << 20, rows
 PY
 second=$(ls growth/*.2.pb.gz)
+# The 4 MiB leak is 64 allocations: a busy machine can preempt the target
+# part-way, and the snapshot then holds the part past 1 MiB that set it off.
 run_hs top "$second"
-expect_match "$out" '4MB .*leak_on_signal' "the growth file holds the leak"
+expect_match "$out" '[1-4](\.[0-9]+)?MB .*leak_on_signal' "the growth file holds the leak"
 run_hs diff growth/*.1.pb.gz "$second"
-expect_match "$out" '\+4MB .*leak_on_signal' "diff of the watch files"
+expect_match "$out" '\+[1-4](\.[0-9]+)?MB .*leak_on_signal' "diff of the watch files"
 payload_in && fail "watch --on-growth left heapsnap loaded"
 
 ## SIGTERM stops and unloads; --on-peak writes the first only while flat
