@@ -244,7 +244,7 @@ static void tick(void)
 {
 	uint32_t st = LOAD(&hsp_g.state);
 
-	table_reap(2000000000ull);
+	table_reap(LT_UNMAP_NS);
 	/* Modules loaded without our dlopen hook (a caller we could not
 	 * patch, libc-internal loads): catch them here. */
 	if ((st == HSP_STATE_SAMPLING || st == HSP_STATE_PAUSED) && got_modules_changed())

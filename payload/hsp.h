@@ -216,12 +216,18 @@ struct ltab {
 	 * not evict the line above from the other threads' caches. */
 	size_t used __attribute__((aligned(64))); /* live + tombstones */
 	size_t live;
-	size_t maplen;
+	size_t maplen;          /* the probed mapping (this header, keys, fbits) */
+	size_t lock_len;        /* the mapping of recs and fcount, 0 once retired */
 	uint64_t retired_ns;
 	struct ltab *next;      /* retired list */
 	struct live_rec *recs;
 	uint8_t *fcount;        /* live keys per filter slot, 255 sticks (after recs) */
 };
+/* How long a retired table's probed part is kept before it may be reused
+ * for a new table of its size, and before an unused one is unmapped (a
+ * free() may still be probing it: reused, it reads valid memory). */
+#define LT_REUSE_NS 2000000000ull
+#define LT_UNMAP_NS 60000000000ull
 /* The current live table, published with release stores, alone on its
  * cache line: every free() in every thread reads it. */
 struct ltab_ptr {

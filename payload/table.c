@@ -10,8 +10,9 @@
  * array so a free() of an unsampled pointer touches one or two cache lines.
  * Keys never go back to EMPTY (deletion leaves a TOMB), so a lock-free probe
  * for a key present in the table always finds it.  Growth and cleaning build
- * a new table under the lock and publish it; the old one is retired and
- * unmapped later (table_reap), since a probe may still be reading it.
+ * a new table under the lock and publish it; the old one is retired, and
+ * reused or unmapped only later (see lt_new), since a probe may still be
+ * reading it.
  * A free() of pointer p happens after the malloc that returned p inserted
  * it (the program itself orders them), so the probe sees that table or a
  * newer one, never an older one that lacks p.
@@ -71,45 +72,84 @@ static size_t filter_size(size_t live)
 }
 
 /*
- * One mapping: header, keys and filter bits (what lock-free probes read),
- * then, on their own pages, the records and filter counts (only touched
- * under the lock).  A retired table gives those back at once and keeps
- * the probed part until table_reap: with frees hitting tombstones, tables
- * are rebuilt often.
+ * Two mappings: the probed part (header, keys and filter bits: what
+ * lock-free probes read) and the records with the filter counts (only
+ * touched under the lock).  A retired table gives the second back at once.
+ * Its probed part goes to the retired list, where a free() that loaded the
+ * table pointer just before the switch may still read it; after
+ * LT_REUSE_NS it is reused for the next table of its size (a probe that
+ * late reads valid memory and at worst misses one free), and one not
+ * reused is unmapped after LT_UNMAP_NS.  With frees hitting tombstones,
+ * tables are rebuilt often: reuse also saves the mapping.
  */
 #define PAGE_ROUND(n) (((n) + 4095) & ~(size_t)4095)
+
+/* Under tlock: a retired probed part for a table of this shape that may
+ * be reused, its keys and bits cleared.  The header a late prober reads
+ * (pointers, masks, shift) keeps its values all along: same shape. */
+static struct ltab *lt_reuse(size_t cap, size_t fsize)
+{
+	uint64_t now = payload_now_ns();
+
+	for (struct ltab **pp = &retired; *pp; pp = &(*pp)->next) {
+		struct ltab *t = *pp;
+		if (t->cap == cap && t->fmask == fsize - 1 && now - t->retired_ns >= LT_REUSE_NS) {
+			*pp = t->next;
+			memset(t->keys, 0, cap * sizeof(*t->keys));
+			memset(t->fbits, 0, fsize / 8);
+			t->used = t->live = 0;
+			t->next = NULL;
+			return t;
+		}
+	}
+	return NULL;
+}
 
 static struct ltab *lt_new(size_t cap, size_t fsize)
 {
 	size_t probed = PAGE_ROUND(sizeof(struct ltab) + cap * sizeof(uintptr_t) + fsize / 8);
-	size_t len = probed + PAGE_ROUND(cap * sizeof(struct live_rec) + fsize);
-	struct ltab *t = mem_map(len);
+	size_t lock_len = PAGE_ROUND(cap * sizeof(struct live_rec) + fsize);
+	struct ltab *t = lt_reuse(cap, fsize);
 	unsigned bits = 0;
 
 	if (!t)
+		t = mem_map(probed);
+	if (!t)
 		return NULL;
+	t->recs = mem_map(lock_len);
+	if (!t->recs) {
+		mem_unmap(t, probed);
+		return NULL;
+	}
 	while (((size_t)1 << bits) < cap)
 		bits++;
 	t->cap = cap;
 	t->mask = cap - 1;
 	t->shift = 64 - bits;
-	t->maplen = len;
+	t->maplen = probed;
+	t->lock_len = lock_len;
 	t->keys = (uintptr_t *)(t + 1);
 	t->fbits = (uint8_t *)(t->keys + cap);
 	t->fmask = fsize - 1;
-	t->recs = (struct live_rec *)((char *)t + probed);
 	t->fcount = (uint8_t *)(t->recs + cap);
 	return t;
+}
+
+/* Both mappings of a table (no prober can reach it any more). */
+static void lt_free(struct ltab *t)
+{
+	if (t->lock_len)
+		mem_unmap(t->recs, t->lock_len);
+	mem_unmap(t, t->maplen);
 }
 
 /* Under tlock: t is no longer current. */
 static void lt_retire(struct ltab *t)
 {
-	size_t probed = (size_t)((char *)t->recs - (char *)t);
-	mem_unmap(t->recs, t->maplen - probed);
+	mem_unmap(t->recs, t->lock_len);
 	t->recs = NULL;
 	t->fcount = NULL;
-	t->maplen = probed;
+	t->lock_len = 0;
 	t->retired_ns = payload_now_ns();
 	t->next = retired;
 	retired = t;
@@ -511,7 +551,7 @@ void table_reap(uint64_t age_ns)
 		struct ltab *t = *pp;
 		if (now - t->retired_ns >= age_ns) {
 			*pp = t->next;
-			mem_unmap(t, t->maplen);
+			lt_free(t);
 		} else {
 			pp = &t->next;
 		}
@@ -533,11 +573,11 @@ void table_fini(void)
 	struct ltab *t = cur;
 	STORE(&cur, (struct ltab *)NULL);
 	if (t)
-		mem_unmap(t, t->maplen);
+		lt_free(t);
 	while (retired) {
 		t = retired;
 		retired = t->next;
-		mem_unmap(t, t->maplen);
+		lt_free(t);
 	}
 	cum_clear();
 	live_bytes = 0;
