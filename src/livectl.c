@@ -127,8 +127,8 @@ static int unload_handle(struct inj_proc *p, uint64_t handle, bool *left_loaded,
 	return 0;
 }
 
-/* Resolves the payload path (path: already filled when *path), runs the
- * preflight, opens pid and loads (or finds) the payload.  On error nothing
+/* Resolves the payload path (path: already filled when *path), opens pid
+ * (preflight included) and loads (or finds) the payload.  On error nothing
  * is open and *left_loaded says whether a load may still complete. */
 static int open_and_load(int pid, char path[PATH_MAX], int timeout_ms, struct inj_proc **p,
 			 uint64_t *handle, bool *was_loaded, bool *left_loaded,
@@ -143,11 +143,8 @@ static int open_and_load(int pid, char path[PATH_MAX], int timeout_ms, struct in
 			 strerror(errno));
 		return err;
 	}
-	err = inj_preflight(pid, NULL, r);
-	if (err) {
-		snprintf(reason, LIVECTL_REASONLEN, "%s", r);
-		return err;
-	}
+	/* inj_open runs the whole preflight first (nothing stopped when it
+	 * refuses). */
 	err = open_proc(pid, timeout_ms, p, reason);
 	if (err)
 		return err;
