@@ -124,7 +124,7 @@ $(PAYLOAD_SO): $(PAYLOAD_OBJS) $(wildcard payload/payload.map)
 $(B)/tests/unit/%: tests/unit/%.c $(CORE_LIB) $(INJ_LIB)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(ALL_CFLAGS) -Itests/lib -o $@ $< $(CORE_LIB) $(INJ_LIB) $(LIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(ALL_CFLAGS) -Itests/lib -MMD -MP -o $@ $< $(CORE_LIB) $(INJ_LIB) $(LIBS)
 
 $(B)/tests/targets/%: tests/targets/%.c
 	$(call msg,CC,$<)
@@ -138,7 +138,8 @@ $(B)/tests/targets/%: tests/targets/%.cc
 
 # Fragments owned by each part: extra targets, test programs, fuzzers.
 -include $(sort $(wildcard tests/*/*.mk bench/*.mk payload/*.mk))
--include $(wildcard $(B)/src/*.d $(B)/injector/*.d $(B)/injector/arch/*.d $(B)/pic/payload/*.d)
+-include $(wildcard $(B)/src/*.d $(B)/injector/*.d $(B)/injector/arch/*.d $(B)/pic/payload/*.d \
+	$(B)/tests/unit/*.d)
 
 # ---- tests ----------------------------------------------------------------
 test-build: all $(UNIT_BINS) $(TARGET_BINS) $(EXTRA_TEST_BINS)
