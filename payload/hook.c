@@ -126,26 +126,31 @@ static bool slow_enter(void)
 	return true;
 }
 
-/* Adds a timed slow path to this thread's cost and, every COST_FLUSH of
- * them, to the process's: one shared cache line less bouncing between
- * threads per sample.  What is pending when a thread ends is lost, and
- * what was pending at a reset lands after it: status is off by at most
- * COST_FLUSH * COST_EVERY slow paths per thread. */
-#define COST_FLUSH 4
 /* Only one slow path in COST_EVERY is timed (and counted COST_EVERY
  * times): a TSC read costs ~25 cycles, a tenth of a sample's cost. */
 #define COST_EVERY 8
+/* Timed slow paths a thread adds up before it adds them to the process's
+ * total. */
+#define COST_FLUSH 4
 
-static inline bool cost_timed(void)
+/* Starts timing a slow path: 0 when this one is not timed. */
+static inline uint64_t cost_begin(void)
 {
-	return (++hsp_tls.cost_seq & (COST_EVERY - 1)) == 0;
+	return (++hsp_tls.cost_seq & (COST_EVERY - 1)) == 0 ? cost_now() : 0;
 }
 
-static inline void cost_add(uint64_t ticks)
+/* Ends it: adds a timed slow path to this thread's cost and, every
+ * COST_FLUSH of them, to the process's (one shared cache line less
+ * bouncing between threads per sample).  What is pending when a thread
+ * ends is lost, and what was pending at a reset lands after it: status is
+ * off by at most COST_FLUSH * COST_EVERY slow paths per thread. */
+static inline void cost_end(uint64_t t0)
 {
 	struct hsp_tls *t = &hsp_tls;
 
-	t->cost_pending += ticks * COST_EVERY;
+	if (!t0)
+		return;
+	t->cost_pending += (cost_now() - t0) * COST_EVERY;
 	if ((t->cost_seq & (COST_EVERY * COST_FLUSH - 1)) == 0) {
 		ADD_RELAXED(&hsp_g.cost_ticks, t->cost_pending);
 		t->cost_pending = 0;
@@ -159,8 +164,7 @@ static void record(const void *p, size_t n, uint64_t rate)
 
 	if (!p)
 		return;
-	bool timed = cost_timed();
-	uint64_t t0 = timed ? cost_now() : 0;
+	uint64_t t0 = cost_begin();
 	int d = stack_capture(pcs);
 	uint32_t sid = stack_intern(pcs, d);
 	if (sid == STACK_NONE) {
@@ -171,8 +175,7 @@ static void record(const void *p, size_t n, uint64_t rate)
 		t->tid = (int32_t)syscall(SYS_gettid);
 	struct live_rec r = { n, rate, payload_coarse_ns(), sid, (uint32_t)t->tid };
 	table_record(p, &r);
-	if (timed)
-		cost_add(cost_now() - t0);
+	cost_end(t0);
 }
 
 /* Removes p's record if it has one (call only inside). */
@@ -286,11 +289,9 @@ static __attribute__((noinline)) void slow_forget(const void *p)
 {
 	int e = errno;
 	if (slow_enter()) {
-		bool timed = cost_timed();
-		uint64_t t0 = timed ? cost_now() : 0;
+		uint64_t t0 = cost_begin();
 		forget(p);
-		if (timed)
-			cost_add(cost_now() - t0);
+		cost_end(t0);
 		slow_end();
 	}
 	errno = e;

@@ -26,18 +26,26 @@ static int unload_error;      /* why the last prepare-unload failed, 0 */
 static uint64_t escaped;      /* hook addresses found by the last scan */
 static uintptr_t escaped_at;  /* where the first one was */
 
-uint64_t payload_now_ns(void)
+static uint64_t clock_ns(clockid_t clk)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t payload_now_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
 }
 
 uint64_t payload_coarse_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_REALTIME_COARSE);
+}
+
+uint64_t payload_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t inflight_total(void)
@@ -46,13 +54,6 @@ uint64_t inflight_total(void)
 	for (size_t i = 0; i < INFLIGHT_SLOTS; i++)
 		n += LOAD(&hsp_g.inflight[i].n);
 	return n;
-}
-
-uint64_t payload_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Chooses cost_now()'s clock: the TSC only when it is the kernel's own
