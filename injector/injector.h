@@ -152,6 +152,11 @@ int inj_unload(struct inj_proc *p, uint64_t handle, const char *stop_symbol,
  */
 int inj_close(struct inj_proc *p);
 
+/* /proc/PID/task/TID/stat (TID = PID: the process's own line) into buf:
+ * its third field (the state letter) and what follows, past the command
+ * name (which may hold spaces and parentheses); NULL when unreadable. */
+const char *inj_task_stat(pid_t pid, pid_t tid, char *buf, size_t len);
+
 /* Statistics of p (see struct inj_stats). */
 void inj_get_stats(const struct inj_proc *p, struct inj_stats *st);
 /* What preflight found for p. */

@@ -213,9 +213,7 @@ int proc_tasks(pid_t pid, pid_t **tids)
 	return n;
 }
 
-/* /proc/PID/task/TID/stat into buf; returns its third field (the state)
- * and what follows, or NULL. */
-static const char *task_stat(pid_t pid, pid_t tid, char *buf, size_t len)
+const char *inj_task_stat(pid_t pid, pid_t tid, char *buf, size_t len)
 {
 	char path[80], *p;
 	ssize_t n;
@@ -238,7 +236,7 @@ static const char *task_stat(pid_t pid, pid_t tid, char *buf, size_t len)
 char proc_task_state(pid_t pid, pid_t tid)
 {
 	char buf[1024];
-	const char *f = task_stat(pid, tid, buf, sizeof(buf));
+	const char *f = inj_task_stat(pid, tid, buf, sizeof(buf));
 
 	return f ? f[0] : 0;
 }
@@ -246,7 +244,7 @@ char proc_task_state(pid_t pid, pid_t tid)
 int proc_task_cpu(pid_t pid, pid_t tid)
 {
 	char buf[1024];
-	const char *f = task_stat(pid, tid, buf, sizeof(buf));
+	const char *f = inj_task_stat(pid, tid, buf, sizeof(buf));
 
 	/* f is field 3 (state); "processor" is field 39. */
 	for (int i = 3; f && i < 39; i++) {

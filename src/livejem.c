@@ -11,6 +11,7 @@
 #include "abi.h"
 #include "astats.h"
 #include "format.h"
+#include "injector.h"
 #include "live.h"
 #include "livejem.h"
 
@@ -71,23 +72,11 @@ int livejem_activate(int pid, int timeout_ms, bool on, int lg_sample, bool *left
 /* Field 22 of /proc/PID/stat, the start time in clock ticks; 0 unknown. */
 static unsigned long long proc_start_time(int pid)
 {
-	char path[64], buf[1024];
+	char buf[1024];
 	unsigned long long t = 0;
-	ssize_t n;
-	int fd;
+	const char *f = inj_task_stat(pid, pid, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* After the command name, which may hold spaces and parentheses. */
-	char *p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
 			 "%*d %*d %llu", &t) != 1)
 		return 0;
 	return t;

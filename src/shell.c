@@ -19,6 +19,7 @@
 #include "cmd_report.h"
 #include "format.h"
 #include "hs.h"
+#include "injector.h"
 #include "live.h"
 #include "report.h"
 #include "shell.h"
@@ -133,22 +134,12 @@ static void print_snap_line(const struct snap *sn)
 /* Has the target gone (exited, or a zombie nobody reaped)? */
 static bool pid_gone(int pid)
 {
-	char path[64], buf[256];
-	FILE *f;
-	bool gone = true;
+	char buf[1024];
 
 	if (kill(pid, 0) && errno == ESRCH)
 		return true;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(buf, sizeof(buf), f)) {
-			const char *rp = strrchr(buf, ')');
-			gone = rp && (rp[2] == 'Z' || rp[2] == 'X');
-		}
-		fclose(f);
-	}
-	return gone;
+	const char *st = inj_task_stat(pid, pid, buf, sizeof(buf));
+	return !st || *st == 'Z' || *st == 'X';
 }
 
 /* Says once that the target went away; the shell goes on offline. */
